@@ -1,0 +1,115 @@
+//! Configuration from environment variables, read once at start and passed down in `AppState`.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite file + local folder under the data dir.
+    Sqlite,
+    /// DynamoDB table + S3 bucket.
+    Dynamodb,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub backend: Backend,
+    /// Holds `store.sqlite` and `objects/` on the embedded backend.
+    pub data_dir: PathBuf,
+    pub table_name: String,
+    pub bucket_name: String,
+    /// `AWS_ENDPOINT_URL`: set for emulators (moto, LocalStack); unset in AWS.
+    pub aws_endpoint_url: Option<String>,
+    pub aws_region: String,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(String);
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads settings through `lookup`, so tests need not touch the process environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let backend = match get("ANALYTICS_BACKEND").as_deref().map(str::to_ascii_lowercase) {
+            None => Backend::Sqlite,
+            Some(value) if value == "sqlite" => Backend::Sqlite,
+            Some(value) if value == "dynamodb" => Backend::Dynamodb,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "ANALYTICS_BACKEND must be `sqlite` or `dynamodb`, not `{other}`"
+                )));
+            }
+        };
+        let max_body_bytes = match get("ANALYTICS_MAX_BODY_BYTES") {
+            None => 20 * 1024 * 1024,
+            Some(value) => value.parse().map_err(|_| {
+                ConfigError(format!("ANALYTICS_MAX_BODY_BYTES must be a byte count, not `{value}`"))
+            })?,
+        };
+        Ok(Self {
+            backend,
+            data_dir: PathBuf::from(get("ANALYTICS_DATA_DIR").unwrap_or_else(|| ".analytics".into())),
+            table_name: get("ANALYTICS_TABLE").unwrap_or_else(|| "analytics".into()),
+            bucket_name: get("ANALYTICS_BUCKET").unwrap_or_else(|| "analytics".into()),
+            aws_endpoint_url: get("AWS_ENDPOINT_URL"),
+            aws_region: get("AWS_REGION")
+                .or_else(|| get("AWS_DEFAULT_REGION"))
+                .unwrap_or_else(|| "us-east-1".into()),
+            max_body_bytes,
+        })
+    }
+
+    pub fn sqlite_path(&self) -> PathBuf {
+        self.data_dir.join("store.sqlite")
+    }
+
+    pub fn objects_dir(&self) -> PathBuf {
+        self.data_dir.join("objects")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let pairs: Vec<(String, String)> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_to_the_embedded_backend() {
+        let config = config(&[]).unwrap();
+        assert_eq!(config.backend, Backend::Sqlite);
+        assert_eq!(config.sqlite_path(), PathBuf::from(".analytics/store.sqlite"));
+        assert!(config.aws_endpoint_url.is_none());
+    }
+
+    #[test]
+    fn reads_the_cloud_settings() {
+        let config = config(&[
+            ("ANALYTICS_BACKEND", "DynamoDB"),
+            ("ANALYTICS_TABLE", "t"),
+            ("ANALYTICS_BUCKET", "b"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:5000"),
+        ])
+        .unwrap();
+        assert_eq!(config.backend, Backend::Dynamodb);
+        assert_eq!(config.table_name, "t");
+        assert_eq!(config.bucket_name, "b");
+        assert_eq!(config.aws_endpoint_url.as_deref(), Some("http://127.0.0.1:5000"));
+    }
+
+    #[test]
+    fn refuses_an_unknown_backend() {
+        assert!(config(&[("ANALYTICS_BACKEND", "postgres")]).is_err());
+        assert!(config(&[("ANALYTICS_MAX_BODY_BYTES", "lots")]).is_err());
+    }
+}

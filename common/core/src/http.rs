@@ -1,0 +1,159 @@
+//! axum glue shared by every route family: the JSON extractor, fallbacks, panic guard and health.
+
+use std::any::Any;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request};
+use axum::http::{Method, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::de::DeserializeOwned;
+use tower::Layer;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A JSON request body whose every failure answers in the error shape:
+/// 415 for another content type, 413 over the size limit, 400 naming the field that does not fit.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T, S> FromRequest<S> for Json<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let content_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        if essence != "application/json" && !essence.ends_with("+json") {
+            return Err(ApiError::unsupported_media_type(&content_type));
+        }
+        let limit = request
+            .extensions()
+            .get::<BodyLimit>()
+            .map(|limit| limit.0)
+            .unwrap_or(usize::MAX);
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::payload_too_large(limit)
+            } else {
+                ApiError::parse_error(format!("Could not read the request body: {rejection}"))
+            }
+        })?;
+        parse_json(&bytes).map(Json)
+    }
+}
+
+/// Parses a JSON document into `T`; syntax errors are parse errors, shape errors name the field.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::parse_error(format!("JSON parse error - {inner}"));
+        }
+        let attr = if path == "." { None } else { Some(path.replace('.', "__")) };
+        let message = inner.to_string();
+        let detail = message.split(" at line ").next().unwrap_or(&message).to_owned();
+        match attr {
+            Some(attr) if detail.starts_with("missing field") => ApiError::required(&attr),
+            Some(attr) => ApiError::validation(attr, detail),
+            None => match detail.strip_prefix("missing field `").and_then(|rest| rest.split('`').next()) {
+                Some(field) => ApiError::required(field),
+                None => ApiError::bad_request("invalid_input", detail),
+            },
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|error| ApiError::parse_error(format!("JSON parse error - {error}")))?;
+    Ok(value)
+}
+
+/// The configured body limit, so the 413 can say it.
+#[derive(Debug, Clone, Copy)]
+struct BodyLimit(usize);
+
+/// The app every entry point serves: a family's routes plus health, error-shaped fallbacks,
+/// a body limit, a panic guard, and optional trailing slashes (PostHog routes end in `/?`).
+pub type App = NormalizePath<Router>;
+
+pub fn finish(routes: Router<AppState>, state: AppState) -> App {
+    let limit = state.config.max_body_bytes;
+    let router = routes
+        .route("/_health", get(health))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::Extension(BodyLimit(limit)))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .with_state(state);
+    NormalizePathLayer::trim_trailing_slash().layer(router)
+}
+
+async fn health() -> impl IntoResponse {
+    axum::Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found()
+}
+
+async fn method_not_allowed(method: Method) -> ApiError {
+    ApiError::method_not_allowed(method.as_str())
+}
+
+fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    ApiError::internal(format!("handler panicked: {message}")).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Body {
+        name: String,
+        nested: Option<Nested>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Nested {
+        count: u32,
+    }
+
+    #[test]
+    fn json_errors_name_the_field() {
+        let error = parse_json::<Body>(b"{").unwrap_err();
+        assert_eq!(error.body.code, "parse_error");
+        let error = parse_json::<Body>(b"{}").unwrap_err();
+        assert_eq!((error.body.code.as_str(), error.body.attr.as_deref()), ("required", Some("name")));
+        let error = parse_json::<Body>(br#"{"name": 3}"#).unwrap_err();
+        assert_eq!(error.body.attr.as_deref(), Some("name"));
+        let error = parse_json::<Body>(br#"{"name": "a", "nested": {"count": -1}}"#).unwrap_err();
+        assert_eq!(error.body.attr.as_deref(), Some("nested__count"));
+        let error = parse_json::<Body>(br#"{"name": "a"} trailing"#).unwrap_err();
+        assert_eq!(error.body.code, "parse_error");
+        assert!(parse_json::<Body>(br#"{"name": "a"}"#).is_ok());
+    }
+}

@@ -1,0 +1,19 @@
+//! Shared by every function: configuration, errors, auth, models, storage and HTTP helpers.
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod lambda;
+pub mod models;
+pub mod objects;
+pub mod pagination;
+pub mod provisioning;
+pub mod state;
+pub mod store;
+pub mod telemetry;
+pub mod testing;
+
+pub use auth::Authenticated;
+pub use error::{ApiError, ApiResult};
+pub use state::AppState;

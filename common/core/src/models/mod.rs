@@ -1,0 +1,24 @@
+//! Entities of the control plane and where they live in the store (single-table keys).
+
+mod api_key;
+mod organization;
+mod project;
+mod user;
+
+pub use api_key::{MAX_LABEL_CHARS, PersonalApiKey, Scope, ScopeAction};
+pub use organization::{Membership, MembershipLevel, Organization};
+pub use project::{NewProject, Project};
+pub use user::{NewUser, User};
+
+use rand::Rng;
+use rand::distributions::Alphanumeric;
+
+/// `prefix` followed by `length` random base62 characters (the shape of PostHog's tokens).
+pub fn random_token(prefix: &str, length: usize) -> String {
+    let body: String = rand::thread_rng()
+        .sample_iter(&Alphanumeric)
+        .take(length)
+        .map(char::from)
+        .collect();
+    format!("{prefix}{body}")
+}

@@ -1,0 +1,202 @@
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
+use argon2::Argon2;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::store::{self, Condition, Item, Store, StoreError, WriteOp};
+
+/// A person who signs in; the fields mirror PostHog's user payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct User {
+    pub uuid: Uuid,
+    pub distinct_id: String,
+    pub email: String,
+    #[serde(default)]
+    pub first_name: String,
+    #[serde(default)]
+    pub last_name: String,
+    /// Argon2 PHC string; `None` for users who cannot sign in with a password.
+    #[serde(default)]
+    pub password_hash: Option<String>,
+    #[serde(default)]
+    pub is_staff: bool,
+    #[serde(default = "yes")]
+    pub is_active: bool,
+    #[serde(default)]
+    pub is_email_verified: bool,
+    #[serde(default)]
+    pub pending_email: Option<String>,
+    pub date_joined: DateTime<Utc>,
+    #[serde(default)]
+    pub current_organization_id: Option<Uuid>,
+    #[serde(default)]
+    pub current_team_id: Option<i64>,
+    #[serde(default = "empty_object")]
+    pub notification_settings: Value,
+    #[serde(default)]
+    pub anonymize_data: bool,
+    #[serde(default)]
+    pub toolbar_mode: Option<String>,
+    #[serde(default)]
+    pub events_column_config: Value,
+    #[serde(default = "empty_object")]
+    pub has_seen_product_intro_for: Value,
+    #[serde(default)]
+    pub theme_mode: Option<String>,
+    #[serde(default)]
+    pub mascot_config: Option<Value>,
+    #[serde(default)]
+    pub allow_sidebar_suggestions: Option<bool>,
+    #[serde(default)]
+    pub shortcut_position: Option<String>,
+    #[serde(default)]
+    pub role_at_organization: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+pub struct NewUser<'a> {
+    pub email: &'a str,
+    pub first_name: &'a str,
+    pub last_name: &'a str,
+    pub password: Option<&'a str>,
+    pub is_staff: bool,
+}
+
+impl User {
+    pub fn pk(uuid: Uuid) -> String {
+        format!("USER#{uuid}")
+    }
+
+    fn email_pk(email: &str) -> String {
+        format!("EMAIL#{}", email.to_lowercase())
+    }
+
+    pub fn new(new: NewUser<'_>) -> Result<Self, StoreError> {
+        let uuid = Uuid::now_v7();
+        Ok(Self {
+            uuid,
+            distinct_id: crate::models::random_token("", 43),
+            email: new.email.to_owned(),
+            first_name: new.first_name.to_owned(),
+            last_name: new.last_name.to_owned(),
+            password_hash: new.password.map(hash_password).transpose()?,
+            is_staff: new.is_staff,
+            is_active: true,
+            is_email_verified: false,
+            pending_email: None,
+            date_joined: Utc::now(),
+            current_organization_id: None,
+            current_team_id: None,
+            notification_settings: empty_object(),
+            anonymize_data: false,
+            toolbar_mode: Some("toolbar".into()),
+            events_column_config: serde_json::json!({ "active": "DEFAULT" }),
+            has_seen_product_intro_for: empty_object(),
+            theme_mode: None,
+            mascot_config: None,
+            allow_sidebar_suggestions: None,
+            shortcut_position: None,
+            role_at_organization: None,
+        })
+    }
+
+    /// The user and the claim on their e-mail address: a second user with the same address fails.
+    pub fn put_ops(&self) -> Result<Vec<WriteOp>, StoreError> {
+        Ok(vec![
+            WriteOp::Put {
+                item: Item::of(Self::pk(self.uuid), "USER", self)?,
+                condition: Condition::NotExists,
+            },
+            WriteOp::Put {
+                item: Item::new(
+                    Self::email_pk(&self.email),
+                    "EMAIL",
+                    serde_json::json!({ "user_uuid": self.uuid }),
+                ),
+                condition: Condition::NotExists,
+            },
+        ])
+    }
+
+    pub async fn load(store: &dyn Store, uuid: Uuid) -> Result<Option<Self>, StoreError> {
+        store.get(&Self::pk(uuid), "USER").await?.map(|item| item.parse()).transpose()
+    }
+
+    pub async fn by_email(store: &dyn Store, email: &str) -> Result<Option<Self>, StoreError> {
+        let Some(claim) = store.get(&Self::email_pk(email), "EMAIL").await? else {
+            return Ok(None);
+        };
+        let uuid = claim
+            .data
+            .get("user_uuid")
+            .and_then(Value::as_str)
+            .and_then(|text| Uuid::parse_str(text).ok())
+            .ok_or_else(|| StoreError::Encoding("e-mail claim without a user".into()))?;
+        Self::load(store, uuid).await
+    }
+
+    /// Applies `change` under optimistic locking and returns the stored user.
+    pub async fn update(
+        store: &dyn Store,
+        uuid: Uuid,
+        mut change: impl FnMut(&mut User) -> Result<(), StoreError>,
+    ) -> Result<Self, StoreError> {
+        store::update(store, &Self::pk(uuid), "USER", |mut user: User| {
+            change(&mut user)?;
+            Ok(user)
+        })
+        .await
+    }
+
+    pub fn verify_password(&self, password: &str) -> bool {
+        let Some(hash) = &self.password_hash else {
+            return false;
+        };
+        PasswordHash::new(hash)
+            .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+            .unwrap_or(false)
+    }
+
+    pub fn set_password(&mut self, password: &str) -> Result<(), StoreError> {
+        self.password_hash = Some(hash_password(password)?);
+        Ok(())
+    }
+}
+
+fn hash_password(password: &str) -> Result<String, StoreError> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|e| StoreError::Encoding(format!("password hashing: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_verify_only_against_their_hash() {
+        let user = User::new(NewUser {
+            email: "a@example.com",
+            first_name: "A",
+            last_name: "",
+            password: Some("correct horse"),
+            is_staff: false,
+        })
+        .unwrap();
+        let hash = user.password_hash.as_deref().unwrap();
+        assert!(hash.starts_with("$argon2"));
+        assert!(user.verify_password("correct horse"));
+        assert!(!user.verify_password("wrong"));
+    }
+}

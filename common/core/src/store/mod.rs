@@ -1,0 +1,215 @@
+//! The entity store: DynamoDB semantics (single table, `pk`/`sk`, GSI1, TTL) behind one trait,
+//! with an embedded SQLite backend and a DynamoDB backend that pass the same conformance suite.
+
+mod cursor;
+mod dynamo;
+mod sqlite;
+
+use async_trait::async_trait;
+use serde::{Serialize, de::DeserializeOwned};
+
+pub use cursor::Cursor;
+pub use dynamo::DynamoStore;
+pub use sqlite::SqliteStore;
+
+/// DynamoDB's limit for one TransactWriteItems call.
+pub const MAX_TRANSACTION_ITEMS: usize = 100;
+
+/// One stored item. `data` is the entity as JSON; the key attributes live beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub pk: String,
+    pub sk: String,
+    /// Bumped by every optimistic update; new items start at 1.
+    pub version: u64,
+    pub data: serde_json::Value,
+    pub gsi1pk: Option<String>,
+    pub gsi1sk: Option<String>,
+    /// Unix seconds after which the item is gone for every read (DynamoDB TTL semantics).
+    pub expires_at: Option<i64>,
+}
+
+impl Item {
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>, data: serde_json::Value) -> Self {
+        Self {
+            pk: pk.into(),
+            sk: sk.into(),
+            version: 1,
+            data,
+            gsi1pk: None,
+            gsi1sk: None,
+            expires_at: None,
+        }
+    }
+
+    /// An item holding a serialized entity.
+    pub fn of<T: Serialize>(
+        pk: impl Into<String>,
+        sk: impl Into<String>,
+        entity: &T,
+    ) -> Result<Self, StoreError> {
+        let data = serde_json::to_value(entity).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        Ok(Self::new(pk, sk, data))
+    }
+
+    pub fn with_gsi1(mut self, pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        self.gsi1pk = Some(pk.into());
+        self.gsi1sk = Some(sk.into());
+        self
+    }
+
+    pub fn with_expiry(mut self, expires_at: i64) -> Self {
+        self.expires_at = Some(expires_at);
+        self
+    }
+
+    /// The entity stored in `data`.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, StoreError> {
+        T::deserialize(&self.data).map_err(|e| {
+            StoreError::Encoding(format!("item {}/{} does not decode: {e}", self.pk, self.sk))
+        })
+    }
+
+    pub(crate) fn is_expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+}
+
+/// What must hold for a write to happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    None,
+    /// No live item has this key (an expired one counts as absent).
+    NotExists,
+    /// A live item exists at exactly this version.
+    VersionEquals(u64),
+    /// A live item exists, whatever its version.
+    Exists,
+}
+
+/// One action of an all-or-nothing transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOp {
+    Put { item: Item, condition: Condition },
+    Delete { pk: String, sk: String, condition: Condition },
+    Check { pk: String, sk: String, condition: Condition },
+}
+
+impl WriteOp {
+    pub fn key(&self) -> (&str, &str) {
+        match self {
+            WriteOp::Put { item, .. } => (&item.pk, &item.sk),
+            WriteOp::Delete { pk, sk, .. } | WriteOp::Check { pk, sk, .. } => (pk, sk),
+        }
+    }
+}
+
+/// Which key a query walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Index {
+    #[default]
+    Primary,
+    Gsi1,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct QueryOptions {
+    pub index: Index,
+    /// Only sort keys starting with this prefix.
+    pub sk_prefix: String,
+    /// Page size; `None` means everything.
+    pub limit: Option<usize>,
+    /// From a previous page's `cursor`.
+    pub cursor: Option<String>,
+    /// Newest (largest sort key) first.
+    pub descending: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Page {
+    pub items: Vec<Item>,
+    /// Present when more items may follow; opaque to callers.
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("condition failed")]
+    ConditionFailed,
+    #[error("transaction cancelled: {0}")]
+    TransactionCancelled(String),
+    #[error("invalid cursor")]
+    InvalidCursor,
+    #[error("invalid request to the store: {0}")]
+    Invalid(String),
+    #[error("encoding: {0}")]
+    Encoding(String),
+    #[error("backend: {0}")]
+    Backend(String),
+}
+
+/// The storage boundary every handler talks to.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError>;
+
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError>;
+
+    async fn delete(&self, pk: &str, sk: &str, condition: Condition) -> Result<(), StoreError>;
+
+    /// Items of one partition (or one GSI1 partition) in sort-key order, a page at a time.
+    async fn query(&self, partition: &str, options: QueryOptions) -> Result<Page, StoreError>;
+
+    /// Up to [`MAX_TRANSACTION_ITEMS`] actions on distinct keys; all happen or none.
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+}
+
+/// Checks shared by both backends before a transaction is sent.
+pub(crate) fn validate_transaction(ops: &[WriteOp]) -> Result<(), StoreError> {
+    if ops.is_empty() || ops.len() > MAX_TRANSACTION_ITEMS {
+        return Err(StoreError::Invalid(format!(
+            "a transaction holds 1 to {MAX_TRANSACTION_ITEMS} actions, got {}",
+            ops.len()
+        )));
+    }
+    let mut keys = std::collections::HashSet::new();
+    for op in ops {
+        if !keys.insert(op.key()) {
+            return Err(StoreError::Invalid(format!(
+                "two actions of one transaction target {}/{}",
+                op.key().0,
+                op.key().1
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn now_unix() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Read, change and write back one item under optimistic locking, retrying on concurrent changes.
+/// `change` gets the current entity and returns the new one; it may run more than once.
+pub async fn update<T, F>(store: &dyn Store, pk: &str, sk: &str, mut change: F) -> Result<T, StoreError>
+where
+    T: Serialize + DeserializeOwned,
+    F: FnMut(T) -> Result<T, StoreError>,
+{
+    const ATTEMPTS: usize = 8;
+    for _ in 0..ATTEMPTS {
+        let Some(current) = store.get(pk, sk).await? else {
+            return Err(StoreError::ConditionFailed);
+        };
+        let updated = change(current.parse()?)?;
+        let mut item = current.clone();
+        item.data = serde_json::to_value(&updated).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        item.version = current.version + 1;
+        match store.put(item, Condition::VersionEquals(current.version)).await {
+            Ok(()) => return Ok(updated),
+            Err(StoreError::ConditionFailed) => continue,
+            Err(other) => return Err(other),
+        }
+    }
+    Err(StoreError::ConditionFailed)
+}

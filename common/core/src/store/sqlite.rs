@@ -1,0 +1,292 @@
+//! Embedded backend: one SQLite file in WAL mode, shared safely by several processes
+//! (`analytics serve`, `analytics admin`, functions under `cargo lambda watch`).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{
+    Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp, now_unix,
+    validate_transaction,
+};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS items (
+    pk TEXT NOT NULL,
+    sk TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    gsi1pk TEXT,
+    gsi1sk TEXT,
+    expires_at INTEGER,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_gsi1 ON items (gsi1pk, gsi1sk, pk, sk) WHERE gsi1pk IS NOT NULL;
+";
+
+/// Above every character a key can hold, so `prefix || MAX_CHAR` bounds a prefix range.
+const MAX_CHAR: char = '\u{10FFFF}';
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    connection: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(backend)?;
+        }
+        let connection = Connection::open(path).map_err(backend)?;
+        Self::init(connection)
+    }
+
+    /// A private in-memory store, for tests and benchmarks.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory().map_err(backend)?)
+    }
+
+    fn init(connection: Connection) -> Result<Self, StoreError> {
+        // Other processes may hold the write lock briefly; wait rather than fail.
+        connection
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(backend)?;
+        connection
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(backend)?;
+        connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(backend)?;
+        connection.execute_batch(SCHEMA).map_err(backend)?;
+        Ok(Self {
+            connection: Arc::new(Mutex::new(connection)),
+        })
+    }
+
+    /// Runs blocking SQLite work off the async executor.
+    async fn with<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let connection = self.connection.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = connection
+                .lock()
+                .map_err(|_| StoreError::Backend("sqlite connection poisoned".into()))?;
+            work(&mut guard)
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+fn backend(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(error.to_string())
+}
+
+const COLUMNS: &str = "pk, sk, version, data, gsi1pk, gsi1sk, expires_at";
+
+fn read_item(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Item, String)> {
+    let data: String = row.get(3)?;
+    Ok((
+        Item {
+            pk: row.get(0)?,
+            sk: row.get(1)?,
+            version: row.get::<_, i64>(2)? as u64,
+            data: serde_json::Value::Null,
+            gsi1pk: row.get(4)?,
+            gsi1sk: row.get(5)?,
+            expires_at: row.get(6)?,
+        },
+        data,
+    ))
+}
+
+fn decode((mut item, data): (Item, String)) -> Result<Item, StoreError> {
+    item.data = serde_json::from_str(&data).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    Ok(item)
+}
+
+fn get_live(connection: &Connection, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+    let found = connection
+        .query_row(
+            &format!(
+                "SELECT {COLUMNS} FROM items WHERE pk = ?1 AND sk = ?2 \
+                 AND (expires_at IS NULL OR expires_at > ?3)"
+            ),
+            params![pk, sk, now_unix()],
+            read_item,
+        )
+        .optional()
+        .map_err(backend)?;
+    found.map(decode).transpose()
+}
+
+fn condition_holds(existing: Option<&Item>, condition: Condition) -> bool {
+    match condition {
+        Condition::None => true,
+        Condition::NotExists => existing.is_none(),
+        Condition::Exists => existing.is_some(),
+        Condition::VersionEquals(version) => existing.is_some_and(|item| item.version == version),
+    }
+}
+
+fn write_put(connection: &Connection, item: &Item) -> Result<(), StoreError> {
+    let data = serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    connection
+        .execute(
+            &format!("INSERT OR REPLACE INTO items ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+            params![
+                item.pk,
+                item.sk,
+                item.version as i64,
+                data,
+                item.gsi1pk,
+                item.gsi1sk,
+                item.expires_at
+            ],
+        )
+        .map_err(backend)?;
+    Ok(())
+}
+
+fn write_delete(connection: &Connection, pk: &str, sk: &str) -> Result<(), StoreError> {
+    connection
+        .execute("DELETE FROM items WHERE pk = ?1 AND sk = ?2", params![pk, sk])
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// Applies the actions inside one IMMEDIATE transaction: every condition is checked before any write.
+fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError> {
+    let transaction = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    for op in ops {
+        let (pk, sk) = op.key();
+        let condition = match op {
+            WriteOp::Put { condition, .. }
+            | WriteOp::Delete { condition, .. }
+            | WriteOp::Check { condition, .. } => *condition,
+        };
+        if condition != Condition::None
+            && !condition_holds(get_live(&transaction, pk, sk)?.as_ref(), condition)
+        {
+            return Err(StoreError::ConditionFailed);
+        }
+    }
+    for op in ops {
+        match op {
+            WriteOp::Put { item, .. } => write_put(&transaction, item)?,
+            WriteOp::Delete { pk, sk, .. } => write_delete(&transaction, pk, sk)?,
+            WriteOp::Check { .. } => {}
+        }
+    }
+    transaction.commit().map_err(backend)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        let (pk, sk) = (pk.to_owned(), sk.to_owned());
+        self.with(move |connection| get_live(connection, &pk, &sk)).await
+    }
+
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
+        self.with(move |connection| apply(connection, &[WriteOp::Put { item, condition }]))
+            .await
+    }
+
+    async fn delete(&self, pk: &str, sk: &str, condition: Condition) -> Result<(), StoreError> {
+        let op = WriteOp::Delete {
+            pk: pk.to_owned(),
+            sk: sk.to_owned(),
+            condition,
+        };
+        self.with(move |connection| apply(connection, &[op])).await
+    }
+
+    async fn query(&self, partition: &str, options: QueryOptions) -> Result<Page, StoreError> {
+        let partition = partition.to_owned();
+        self.with(move |connection| query_page(connection, &partition, &options))
+            .await
+    }
+
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        validate_transaction(&ops)?;
+        self.with(move |connection| apply(connection, &ops)).await
+    }
+}
+
+fn query_page(
+    connection: &Connection,
+    partition: &str,
+    options: &QueryOptions,
+) -> Result<Page, StoreError> {
+    let (partition_column, sort_column, order_columns) = match options.index {
+        Index::Primary => ("pk", "sk", "sk"),
+        Index::Gsi1 => ("gsi1pk", "gsi1sk", "gsi1sk, pk, sk"),
+    };
+    let (comparison, direction) = if options.descending {
+        ("<", "DESC")
+    } else {
+        (">", "ASC")
+    };
+    let mut sql = format!(
+        "SELECT {COLUMNS} FROM items WHERE {partition_column} = ?1 \
+         AND (expires_at IS NULL OR expires_at > ?2) \
+         AND {sort_column} >= ?3 AND {sort_column} < ?4"
+    );
+    let upper = format!("{}{MAX_CHAR}", options.sk_prefix);
+    let mut values: Vec<rusqlite::types::Value> = vec![
+        partition.to_owned().into(),
+        now_unix().into(),
+        options.sk_prefix.clone().into(),
+        upper.into(),
+    ];
+    if let Some(text) = &options.cursor {
+        let cursor = Cursor::decode(text, partition, options.index)?;
+        match options.index {
+            Index::Primary => {
+                sql.push_str(&format!(" AND sk {comparison} ?5"));
+                values.push(cursor.sk.into());
+            }
+            Index::Gsi1 => {
+                sql.push_str(&format!(" AND (gsi1sk, pk, sk) {comparison} (?5, ?6, ?7)"));
+                values.push(cursor.gsi1sk.unwrap_or_default().into());
+                values.push(cursor.pk.into());
+                values.push(cursor.sk.into());
+            }
+        }
+    }
+    let order = order_columns
+        .split(", ")
+        .map(|column| format!("{column} {direction}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    sql.push_str(&format!(" ORDER BY {order}"));
+    // One extra row tells whether another page exists.
+    if let Some(limit) = options.limit {
+        sql.push_str(&format!(" LIMIT {}", limit + 1));
+    }
+    let mut statement = connection.prepare_cached(&sql).map_err(backend)?;
+    let rows = statement
+        .query_map(rusqlite::params_from_iter(values), read_item)
+        .map_err(backend)?;
+    let mut items = Vec::new();
+    for row in rows {
+        items.push(decode(row.map_err(backend)?)?);
+    }
+    let mut cursor = None;
+    if let Some(limit) = options.limit
+        && items.len() > limit
+    {
+        items.truncate(limit);
+        cursor = items.last().map(|item| Cursor::after(item, options.index).encode());
+    }
+    Ok(Page { items, cursor })
+}

@@ -1,0 +1,148 @@
+//! Backends for tests: embedded in a temp dir, or DynamoDB + S3 on an emulator (`moto_server`).
+//!
+//! `ANALYTICS_TEST_AWS_ENDPOINT` names the emulator and `ANALYTICS_TEST_BUCKET` a bucket on it.
+//! Unset, emulator tests are skipped locally but fail under CI (`CI` set): they must never pass
+//! silently where the emulator is expected.
+
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use object_store::ObjectStore;
+use object_store::prefix::PrefixStore;
+
+use crate::config::Config;
+use crate::state::AppState;
+use crate::store::{DynamoStore, SqliteStore};
+
+/// The emulator endpoint, after checking it answers; `None` only when no emulator is expected.
+pub fn emulator_endpoint() -> Option<String> {
+    let endpoint = std::env::var("ANALYTICS_TEST_AWS_ENDPOINT")
+        .ok()
+        .filter(|value| !value.is_empty());
+    let Some(endpoint) = endpoint else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but ANALYTICS_TEST_AWS_ENDPOINT is not: the DynamoDB/S3 tests cannot run"
+        );
+        eprintln!("ANALYTICS_TEST_AWS_ENDPOINT unset: skipping the DynamoDB/S3 half of this test");
+        return None;
+    };
+    let authority = endpoint
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .trim_end_matches('/');
+    let reachable = std::net::TcpStream::connect(authority).is_ok();
+    assert!(reachable, "the emulator at {endpoint} is expected but unreachable");
+    Some(endpoint)
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A DynamoDB client for the emulator with dummy credentials.
+pub fn dynamo_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// A store on a fresh table of its own.
+pub async fn dynamo_store() -> Option<DynamoStore> {
+    let endpoint = emulator_endpoint()?;
+    let store = DynamoStore::new(dynamo_client(&endpoint), unique("test"));
+    store
+        .create_table_if_missing()
+        .await
+        .expect("create a test table on the emulator");
+    Some(store)
+}
+
+fn emulator_config(endpoint: &str) -> Config {
+    let bucket = std::env::var("ANALYTICS_TEST_BUCKET").unwrap_or_else(|_| "analytics-test".into());
+    Config::from_lookup(|name| match name {
+        "ANALYTICS_BACKEND" => Some("dynamodb".into()),
+        "ANALYTICS_BUCKET" => Some(bucket.clone()),
+        "AWS_ENDPOINT_URL" => Some(endpoint.to_owned()),
+        _ => None,
+    })
+    .expect("emulator configuration")
+}
+
+/// S3 on the emulator, under a prefix of its own in the shared test bucket.
+pub fn s3_objects() -> Option<Arc<dyn ObjectStore>> {
+    let endpoint = emulator_endpoint()?;
+    let config = emulator_config(&endpoint);
+    // The emulator accepts any credentials; fixed ones keep the test independent of the environment.
+    let store = object_store::aws::AmazonS3Builder::new()
+        .with_bucket_name(&config.bucket_name)
+        .with_region("us-east-1")
+        .with_endpoint(&endpoint)
+        .with_allow_http(true)
+        .with_virtual_hosted_style_request(false)
+        .with_access_key_id("test")
+        .with_secret_access_key("test")
+        .build()
+        .expect("S3 client for the emulator");
+    Some(Arc::new(PrefixStore::new(store, unique("test").as_str())))
+}
+
+/// Which backends a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestBackend {
+    Embedded,
+    Cloud,
+}
+
+/// An app state on a fresh, empty backend; the temp dir lives as long as the state is used.
+pub struct TestState {
+    pub state: AppState,
+    pub backend: TestBackend,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestState {
+    pub async fn embedded() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = Config::from_lookup(|name| {
+            (name == "ANALYTICS_DATA_DIR").then(|| dir.path().display().to_string())
+        })
+        .expect("embedded configuration");
+        let state = AppState::from_config(config).await.expect("embedded state");
+        Self {
+            state,
+            backend: TestBackend::Embedded,
+            _dir: Some(dir),
+        }
+    }
+
+    /// `None` when no emulator is expected (see the module docs).
+    pub async fn cloud() -> Option<Self> {
+        let store = dynamo_store().await?;
+        let objects = s3_objects()?;
+        let endpoint = emulator_endpoint()?;
+        let mut config = emulator_config(&endpoint);
+        config.table_name = store.table().to_owned();
+        Some(Self {
+            state: AppState::new(config, Arc::new(store), objects),
+            backend: TestBackend::Cloud,
+            _dir: None,
+        })
+    }
+
+    /// The embedded backend, then the cloud one when an emulator is expected.
+    pub async fn all() -> Vec<Self> {
+        let mut states = vec![Self::embedded().await];
+        states.extend(Self::cloud().await);
+        states
+    }
+}
+
+/// An in-memory SQLite store, for unit tests that need no files.
+pub fn memory_store() -> SqliteStore {
+    SqliteStore::in_memory().expect("in-memory sqlite")
+}
