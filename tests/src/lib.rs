@@ -1,1 +1,147 @@
+//! Helpers for the black-box API tests: a world of organizations, users and keys on a backend,
+//! and a way to send requests through the same app `analytics serve` runs.
 
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::http::App;
+use common::models::{MembershipLevel, NewUser, User};
+use common::provisioning::{self, Bootstrap};
+use common::testing::TestState;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// A bootstrapped store plus a second organization the bootstrap user does not belong to.
+pub struct World {
+    pub backend: TestState,
+    pub app: App,
+    pub bootstrap: Bootstrap,
+    /// A project in another organization.
+    pub foreign_project: i64,
+    /// A non-staff member of the bootstrap organization, and their full-scope key.
+    pub member: User,
+    pub member_key: String,
+}
+
+impl World {
+    pub async fn on(backend: TestState) -> Self {
+        let store = backend.state.store.clone();
+        let bootstrap = provisioning::bootstrap_if_empty(store.as_ref())
+            .await
+            .unwrap()
+            .expect("fresh store");
+        let other = provisioning::create_organization(store.as_ref(), "Other org").await.unwrap();
+        let foreign = provisioning::create_project(store.as_ref(), other.id, "Foreign", "UTC")
+            .await
+            .unwrap();
+        let member = provisioning::create_user(
+            store.as_ref(),
+            NewUser {
+                email: "member@example.com",
+                first_name: "Mem",
+                last_name: "Ber",
+                password: Some("hunter22"),
+                is_staff: false,
+            },
+            bootstrap.organization.id,
+            MembershipLevel::Member,
+        )
+        .await
+        .unwrap();
+        let (_, member_key) = provisioning::create_key(store.as_ref(), member.uuid, "member", vec!["*".into()], None)
+            .await
+            .unwrap();
+        let app = local::app(backend.state.clone());
+        Self {
+            backend,
+            app,
+            bootstrap,
+            foreign_project: foreign.id,
+            member,
+            member_key,
+        }
+    }
+
+    /// One world per backend under test.
+    pub async fn all() -> Vec<Self> {
+        let mut worlds = Vec::new();
+        for backend in TestState::all().await {
+            worlds.push(Self::on(backend).await);
+        }
+        worlds
+    }
+
+    pub fn name(&self) -> String {
+        format!("{:?}", self.backend.backend)
+    }
+
+    pub fn admin_key(&self) -> &str {
+        &self.bootstrap.key_secret
+    }
+
+    /// A new key for the bootstrap user.
+    pub async fn key(&self, scopes: &[&str], projects: Option<Vec<i64>>) -> String {
+        provisioning::create_key(
+            self.backend.state.store.as_ref(),
+            self.bootstrap.user.uuid,
+            "test",
+            scopes.iter().map(|s| s.to_string()).collect(),
+            projects,
+        )
+        .await
+        .unwrap()
+        .1
+    }
+
+    pub async fn get(&self, uri: &str, key: Option<&str>) -> (StatusCode, Value) {
+        self.send(Method::GET, uri, key, None).await
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        key: Option<&str>,
+        json: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder().method(method).uri(uri).header("host", "testserver");
+        if let Some(key) = key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let body = match json {
+            Some(text) => {
+                request = request.header("content-type", "application/json");
+                Body::from(text.to_owned())
+            }
+            None => Body::empty(),
+        };
+        respond(self.app.clone(), request.body(body).unwrap()).await
+    }
+}
+
+/// Sends a request through an app; the body is parsed as JSON (`Null` when empty).
+pub async fn respond(app: App, request: Request<Body>) -> (StatusCode, Value) {
+    let response = app.oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes)))
+    };
+    (status, value)
+}
+
+/// Asserts the PostHog error shape and returns `(code, attr)`.
+pub fn error_shape(body: &Value) -> (String, Option<String>) {
+    let object = body.as_object().unwrap_or_else(|| panic!("error body is not an object: {body}"));
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["attr", "code", "detail", "type"], "{body}");
+    assert!(body["detail"].is_string() && body["type"].is_string(), "{body}");
+    (
+        body["code"].as_str().unwrap().to_owned(),
+        body["attr"].as_str().map(str::to_owned),
+    )
+}

@@ -51,8 +51,30 @@ where
                 ApiError::parse_error(format!("Could not read the request body: {rejection}"))
             }
         })?;
+        expect_object(&bytes)?;
         parse_json(&bytes).map(Json)
     }
+}
+
+/// Request bodies are JSON objects (DRF: "Expected a dictionary"); anything else is refused whole.
+fn expect_object(bytes: &[u8]) -> Result<(), ApiError> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        return Ok(());
+    }
+    let value: serde_json::Value = parse_json(bytes)?;
+    let kind = match value {
+        serde_json::Value::Array(_) => "list",
+        serde_json::Value::String(_) => "str",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Null => "null",
+        serde_json::Value::Object(_) => return Ok(()),
+    };
+    Err(ApiError::bad_request(
+        "invalid_input",
+        format!("Invalid data. Expected a dictionary, but got {kind}."),
+    ))
 }
 
 /// Parses a JSON document into `T`; syntax errors are parse errors, shape errors name the field.

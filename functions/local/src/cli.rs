@@ -1,0 +1,72 @@
+//! Command line: `analytics serve | admin | bench`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::{admin, bench, serve};
+
+#[derive(Debug, Parser)]
+#[command(name = "analytics", version, about = "Product analytics with a PostHog-compatible API")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DataDir {
+    /// Holds store.sqlite and objects/ (embedded backend).
+    #[arg(long, env = "ANALYTICS_DATA_DIR", default_value = ".analytics", global = true)]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve every route family; on an empty store, create a first user and print their key.
+    Serve {
+        #[arg(long, env = "ANALYTICS_BIND", default_value = "127.0.0.1:8000")]
+        bind: SocketAddr,
+        #[command(flatten)]
+        data_dir: DataDir,
+    },
+    /// Create organizations, projects, users and keys.
+    Admin {
+        #[command(subcommand)]
+        command: admin::AdminCommand,
+        #[command(flatten)]
+        data_dir: DataDir,
+    },
+    /// Measure the service (not a test: prints figures).
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    common::telemetry::init_text();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve { bind, data_dir } => serve::run(bind, data_dir.data_dir).await,
+            Command::Admin { command, data_dir } => admin::run(command, data_dir.data_dir).await,
+            Command::Bench { command } => bench::run(command).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
