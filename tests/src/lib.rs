@@ -30,7 +30,9 @@ impl World {
             .await
             .unwrap()
             .expect("fresh store");
-        let other = provisioning::create_organization(store.as_ref(), "Other org").await.unwrap();
+        let other = provisioning::create_organization(store.as_ref(), "Other org")
+            .await
+            .unwrap();
         let foreign = provisioning::create_project(store.as_ref(), other.id, "Foreign", "UTC")
             .await
             .unwrap();
@@ -48,9 +50,15 @@ impl World {
         )
         .await
         .unwrap();
-        let (_, member_key) = provisioning::create_key(store.as_ref(), member.uuid, "member", vec!["*".into()], None)
-            .await
-            .unwrap();
+        let (_, member_key) = provisioning::create_key(
+            store.as_ref(),
+            member.uuid,
+            "member",
+            vec!["*".into()],
+            None,
+        )
+        .await
+        .unwrap();
         let app = local::app(backend.state.clone());
         Self {
             backend,
@@ -104,7 +112,10 @@ impl World {
         key: Option<&str>,
         json: Option<&str>,
     ) -> (StatusCode, Value) {
-        let mut request = Request::builder().method(method).uri(uri).header("host", "testserver");
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("host", "testserver");
         if let Some(key) = key {
             request = request.header("authorization", format!("Bearer {key}"));
         }
@@ -135,11 +146,16 @@ pub async fn respond(app: App, request: Request<Body>) -> (StatusCode, Value) {
 
 /// Asserts the PostHog error shape and returns `(code, attr)`.
 pub fn error_shape(body: &Value) -> (String, Option<String>) {
-    let object = body.as_object().unwrap_or_else(|| panic!("error body is not an object: {body}"));
+    let object = body
+        .as_object()
+        .unwrap_or_else(|| panic!("error body is not an object: {body}"));
     let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(keys, ["attr", "code", "detail", "type"], "{body}");
-    assert!(body["detail"].is_string() && body["type"].is_string(), "{body}");
+    assert!(
+        body["detail"].is_string() && body["type"].is_string(),
+        "{body}"
+    );
     (
         body["code"].as_str().unwrap().to_owned(),
         body["attr"].as_str().map(str::to_owned),

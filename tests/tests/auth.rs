@@ -13,9 +13,19 @@ async fn the_bootstrap_key_reads_the_caller() {
         assert_eq!(me["uuid"], world.bootstrap.user.uuid.to_string(), "{name}");
         assert_eq!(me["email"], "admin@localhost", "{name}");
         assert_eq!(me["team"]["id"], world.bootstrap.project.id, "{name}");
-        assert_eq!(me["team"]["api_token"], world.bootstrap.project.api_token, "{name}");
-        assert_eq!(me["organization"]["id"], world.bootstrap.organization.id.to_string(), "{name}");
-        assert!(me.get("password_hash").is_none(), "{name}: secrets never leave");
+        assert_eq!(
+            me["team"]["api_token"], world.bootstrap.project.api_token,
+            "{name}"
+        );
+        assert_eq!(
+            me["organization"]["id"],
+            world.bootstrap.organization.id.to_string(),
+            "{name}"
+        );
+        assert!(
+            me.get("password_hash").is_none(),
+            "{name}: secrets never leave"
+        );
         // Without a trailing slash too (PostHog routes end in `/?`).
         let (status, _) = world.get("/api/users/@me", Some(world.admin_key())).await;
         assert_eq!(status, StatusCode::OK, "{name}");
@@ -38,11 +48,19 @@ async fn missing_and_invalid_keys_are_401() {
             let (status, body) = world.get("/api/users/@me/", Some(wrong)).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED, "{name} {wrong}");
             let code = error_shape(&body).0;
-            assert!(code == "authentication_failed" || code == "not_authenticated", "{name} {code}");
+            assert!(
+                code == "authentication_failed" || code == "not_authenticated",
+                "{name} {code}"
+            );
         }
-        let (status, body) = world.get("/api/users/@me/?personal_api_key=phx_nope", None).await;
+        let (status, body) = world
+            .get("/api/users/@me/?personal_api_key=phx_nope", None)
+            .await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{name}");
-        assert!(body["detail"].as_str().unwrap().contains("query string"), "{name}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("query string"),
+            "{name}"
+        );
     }
 }
 
@@ -54,20 +72,43 @@ async fn scopes_are_enforced() {
         let (status, body) = world.get("/api/users/@me/", Some(&project_only)).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
         assert_eq!(error_shape(&body).0, "permission_denied", "{name}");
-        assert_eq!(body["detail"], "API key missing required scope 'user:read'", "{name}");
+        assert_eq!(
+            body["detail"], "API key missing required scope 'user:read'",
+            "{name}"
+        );
 
         let uri = format!("/api/projects/{}/", world.bootstrap.project.id);
-        assert_eq!(world.get(&uri, Some(&project_only)).await.0, StatusCode::OK, "{name}");
+        assert_eq!(
+            world.get(&uri, Some(&project_only)).await.0,
+            StatusCode::OK,
+            "{name}"
+        );
         // Read does not imply write.
         let (status, body) = world
-            .send(axum::http::Method::PATCH, &uri, Some(&project_only), Some(r#"{"name":"x"}"#))
+            .send(
+                axum::http::Method::PATCH,
+                &uri,
+                Some(&project_only),
+                Some(r#"{"name":"x"}"#),
+            )
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
-        assert_eq!(body["detail"], "API key missing required scope 'project:write'", "{name}");
+        assert_eq!(
+            body["detail"], "API key missing required scope 'project:write'",
+            "{name}"
+        );
         // Write implies read.
         let writer = world.key(&["project:write", "user:read"], None).await;
-        assert_eq!(world.get(&uri, Some(&writer)).await.0, StatusCode::OK, "{name}");
-        assert_eq!(world.get("/api/users/@me/", Some(&writer)).await.0, StatusCode::OK, "{name}");
+        assert_eq!(
+            world.get(&uri, Some(&writer)).await.0,
+            StatusCode::OK,
+            "{name}"
+        );
+        assert_eq!(
+            world.get("/api/users/@me/", Some(&writer)).await.0,
+            StatusCode::OK,
+            "{name}"
+        );
     }
 }
 
@@ -79,28 +120,54 @@ async fn project_access_follows_membership_and_key_scoping() {
 
         // A key scoped to another project is refused here.
         let scoped_elsewhere = world.key(&["*"], Some(vec![world.foreign_project])).await;
-        let (status, body) = world.get(&format!("/api/projects/{own}/"), Some(&scoped_elsewhere)).await;
+        let (status, body) = world
+            .get(&format!("/api/projects/{own}/"), Some(&scoped_elsewhere))
+            .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
-        assert_eq!(body["detail"], format!("API key does not have access to the requested project: ID {own}."), "{name}");
+        assert_eq!(
+            body["detail"],
+            format!("API key does not have access to the requested project: ID {own}."),
+            "{name}"
+        );
         let scoped_here = world.key(&["*"], Some(vec![own])).await;
-        assert_eq!(world.get(&format!("/api/projects/{own}/"), Some(&scoped_here)).await.0, StatusCode::OK, "{name}");
+        assert_eq!(
+            world
+                .get(&format!("/api/projects/{own}/"), Some(&scoped_here))
+                .await
+                .0,
+            StatusCode::OK,
+            "{name}"
+        );
 
         // A project of an organization the caller does not belong to.
         let (status, body) = world
-            .get(&format!("/api/projects/{}/", world.foreign_project), Some(&world.member_key))
+            .get(
+                &format!("/api/projects/{}/", world.foreign_project),
+                Some(&world.member_key),
+            )
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
-        assert_eq!(body["detail"], "You don't have access to the project.", "{name}");
+        assert_eq!(
+            body["detail"], "You don't have access to the project.",
+            "{name}"
+        );
 
         // Unknown and malformed ids.
         for missing in ["999999", "abc", "1.5", "-"] {
-            let (status, body) = world.get(&format!("/api/projects/{missing}/"), Some(world.admin_key())).await;
+            let (status, body) = world
+                .get(
+                    &format!("/api/projects/{missing}/"),
+                    Some(world.admin_key()),
+                )
+                .await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{name} {missing}");
             assert_eq!(body["detail"], "Project not found.", "{name}");
         }
 
         // `@current` is the user's current project.
-        let (status, body) = world.get("/api/projects/@current/", Some(&world.member_key)).await;
+        let (status, body) = world
+            .get("/api/projects/@current/", Some(&world.member_key))
+            .await;
         assert_eq!(status, StatusCode::OK, "{name}");
         assert_eq!(body["id"], own, "{name}");
     }
@@ -112,7 +179,10 @@ async fn only_staff_read_other_users() {
         let name = world.name();
         let admin_uuid = world.bootstrap.user.uuid;
         let (status, body) = world
-            .get(&format!("/api/users/{admin_uuid}/"), Some(&world.member_key))
+            .get(
+                &format!("/api/users/{admin_uuid}/"),
+                Some(&world.member_key),
+            )
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
         assert_eq!(
@@ -122,13 +192,28 @@ async fn only_staff_read_other_users() {
         );
         // Their own uuid is fine.
         let own = format!("/api/users/{}/", world.member.uuid);
-        assert_eq!(world.get(&own, Some(&world.member_key)).await.0, StatusCode::OK, "{name}");
+        assert_eq!(
+            world.get(&own, Some(&world.member_key)).await.0,
+            StatusCode::OK,
+            "{name}"
+        );
         // Staff may read the member; an unknown uuid is 404.
         let (status, body) = world.get(&own, Some(world.admin_key())).await;
         assert_eq!(status, StatusCode::OK, "{name}");
         assert_eq!(body["email"], "member@example.com", "{name}");
         let unknown = format!("/api/users/{}/", uuid::Uuid::new_v4());
-        assert_eq!(world.get(&unknown, Some(world.admin_key())).await.0, StatusCode::NOT_FOUND, "{name}");
-        assert_eq!(world.get("/api/users/not-a-uuid/", Some(world.admin_key())).await.0, StatusCode::NOT_FOUND, "{name}");
+        assert_eq!(
+            world.get(&unknown, Some(world.admin_key())).await.0,
+            StatusCode::NOT_FOUND,
+            "{name}"
+        );
+        assert_eq!(
+            world
+                .get("/api/users/not-a-uuid/", Some(world.admin_key()))
+                .await
+                .0,
+            StatusCode::NOT_FOUND,
+            "{name}"
+        );
     }
 }

@@ -11,17 +11,34 @@ async fn updates_persist_and_bad_values_are_400s() {
         let key = Some(world.admin_key());
 
         let (status, body) = world
-            .send(Method::PATCH, &uri, key, Some(r#"{"name": "  Renamed ", "timezone": "Europe/Paris"}"#))
+            .send(
+                Method::PATCH,
+                &uri,
+                key,
+                Some(r#"{"name": "  Renamed ", "timezone": "Europe/Paris"}"#),
+            )
             .await;
         assert_eq!(status, StatusCode::OK, "{name} {body}");
         assert_eq!(body["name"], "Renamed", "{name}");
         let (_, read) = world.get(&uri, key).await;
-        assert_eq!((read["name"].as_str(), read["timezone"].as_str()), (Some("Renamed"), Some("Europe/Paris")), "{name}");
+        assert_eq!(
+            (read["name"].as_str(), read["timezone"].as_str()),
+            (Some("Renamed"), Some("Europe/Paris")),
+            "{name}"
+        );
 
         let cases = [
-            (r#"{"timezone": "Mars/Olympus"}"#, "invalid_choice", Some("timezone")),
+            (
+                r#"{"timezone": "Mars/Olympus"}"#,
+                "invalid_choice",
+                Some("timezone"),
+            ),
             (r#"{"name": "   "}"#, "blank", Some("name")),
-            (&format!(r#"{{"name": "{}"}}"#, "n".repeat(201)), "max_length", Some("name")),
+            (
+                &format!(r#"{{"name": "{}"}}"#, "n".repeat(201)),
+                "max_length",
+                Some("name"),
+            ),
             (r#"{"name": 5}"#, "invalid_input", Some("name")),
             (r#"{"color": "red"}"#, "invalid_input", Some("color")),
             (r#"[1, 2]"#, "invalid_input", None),
@@ -45,29 +62,50 @@ async fn the_list_is_paginated_and_scoped() {
         let name = world.name();
         let store = world.backend.state.store.as_ref();
         for i in 0..3 {
-            common::provisioning::create_project(store, world.bootstrap.organization.id, &format!("P{i}"), "UTC")
-                .await
-                .unwrap();
+            common::provisioning::create_project(
+                store,
+                world.bootstrap.organization.id,
+                &format!("P{i}"),
+                "UTC",
+            )
+            .await
+            .unwrap();
         }
-        let (status, page) = world.get("/api/projects/?limit=2", Some(world.admin_key())).await;
+        let (status, page) = world
+            .get("/api/projects/?limit=2", Some(world.admin_key()))
+            .await;
         assert_eq!(status, StatusCode::OK, "{name}");
         assert_eq!(page["count"], 4, "{name}");
         assert_eq!(page["results"].as_array().unwrap().len(), 2, "{name}");
         assert_eq!(page["previous"], serde_json::Value::Null, "{name}");
         let next = page["next"].as_str().unwrap();
-        assert_eq!(next, "http://testserver/api/projects?limit=2&offset=2", "{name}");
-        let (_, second) = world.get("/api/projects/?limit=2&offset=2", Some(world.admin_key())).await;
+        assert_eq!(
+            next, "http://testserver/api/projects?limit=2&offset=2",
+            "{name}"
+        );
+        let (_, second) = world
+            .get("/api/projects/?limit=2&offset=2", Some(world.admin_key()))
+            .await;
         assert_eq!(second["results"].as_array().unwrap().len(), 2, "{name}");
         assert_eq!(second["next"], serde_json::Value::Null, "{name}");
 
         // The foreign organization's project never shows; a scoped key sees only its project.
-        let ids: Vec<i64> = page["results"].as_array().unwrap().iter().map(|p| p["id"].as_i64().unwrap()).collect();
+        let ids: Vec<i64> = page["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["id"].as_i64().unwrap())
+            .collect();
         assert!(!ids.contains(&world.foreign_project), "{name}");
-        let scoped = world.key(&["project:read"], Some(vec![world.bootstrap.project.id])).await;
+        let scoped = world
+            .key(&["project:read"], Some(vec![world.bootstrap.project.id]))
+            .await;
         let (_, only) = world.get("/api/projects/", Some(&scoped)).await;
         assert_eq!(only["count"], 1, "{name}");
 
-        let (status, body) = world.get("/api/projects/?limit=zero", Some(world.admin_key())).await;
+        let (status, body) = world
+            .get("/api/projects/?limit=zero", Some(world.admin_key()))
+            .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
         assert_eq!(error_shape(&body).1.as_deref(), Some("limit"), "{name}");
     }

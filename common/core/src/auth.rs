@@ -32,8 +32,10 @@ fn presented_key(parts: &Parts) -> Option<(String, KeySource)> {
             let (scheme, token) = value.trim().split_once(' ')?;
             let token = token.trim();
             // `pha_` tokens are OAuth access tokens, which this service does not issue.
-            (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.starts_with("pha_"))
-                .then(|| token.to_owned())
+            (scheme.eq_ignore_ascii_case("bearer")
+                && !token.is_empty()
+                && !token.starts_with("pha_"))
+            .then(|| token.to_owned())
         });
     if let Some(key) = from_header {
         return Some((key, KeySource::Header));
@@ -87,9 +89,13 @@ async fn authenticate(parts: &Parts, store: &dyn Store) -> ApiResult<Authenticat
             KeySource::Header => "Authorization header",
             KeySource::QueryString => "query string",
         };
-        ApiError::authentication_failed(format!("Personal API key found in request {place} is invalid."))
+        ApiError::authentication_failed(format!(
+            "Personal API key found in request {place} is invalid."
+        ))
     };
-    let key = PersonalApiKey::find(store, &secret).await?.ok_or_else(invalid)?;
+    let key = PersonalApiKey::find(store, &secret)
+        .await?
+        .ok_or_else(invalid)?;
     let user = User::load(store, key.user_uuid)
         .await?
         .filter(|user| user.is_active)
@@ -114,7 +120,12 @@ impl Authenticated {
     }
 
     /// Resolves `:project_id` (an integer or `@current`) to a project this caller may use with `scope`.
-    pub async fn project(&self, store: &dyn Store, raw_id: &str, scope: Scope) -> ApiResult<Project> {
+    pub async fn project(
+        &self,
+        store: &dyn Store,
+        raw_id: &str,
+        scope: Scope,
+    ) -> ApiResult<Project> {
         self.require(scope)?;
         let not_found = || ApiError::not_found_detail("Project not found.");
         let id = if raw_id == "@current" {
@@ -140,7 +151,9 @@ impl Authenticated {
         }
         let member = Membership::load(store, project.organization_id, self.user.uuid).await?;
         if member.is_none() && !self.user.is_staff {
-            return Err(ApiError::permission_denied("You don't have access to the project."));
+            return Err(ApiError::permission_denied(
+                "You don't have access to the project.",
+            ));
         }
         Ok(project)
     }

@@ -36,7 +36,10 @@ impl Config {
     /// Reads settings through `lookup`, so tests need not touch the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let backend = match get("ANALYTICS_BACKEND").as_deref().map(str::to_ascii_lowercase) {
+        let backend = match get("ANALYTICS_BACKEND")
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+        {
             None => Backend::Sqlite,
             Some(value) if value == "sqlite" => Backend::Sqlite,
             Some(value) if value == "dynamodb" => Backend::Dynamodb,
@@ -49,12 +52,16 @@ impl Config {
         let max_body_bytes = match get("ANALYTICS_MAX_BODY_BYTES") {
             None => 20 * 1024 * 1024,
             Some(value) => value.parse().map_err(|_| {
-                ConfigError(format!("ANALYTICS_MAX_BODY_BYTES must be a byte count, not `{value}`"))
+                ConfigError(format!(
+                    "ANALYTICS_MAX_BODY_BYTES must be a byte count, not `{value}`"
+                ))
             })?,
         };
         Ok(Self {
             backend,
-            data_dir: PathBuf::from(get("ANALYTICS_DATA_DIR").unwrap_or_else(|| ".analytics".into())),
+            data_dir: PathBuf::from(
+                get("ANALYTICS_DATA_DIR").unwrap_or_else(|| ".analytics".into()),
+            ),
             table_name: get("ANALYTICS_TABLE").unwrap_or_else(|| "analytics".into()),
             bucket_name: get("ANALYTICS_BUCKET").unwrap_or_else(|| "analytics".into()),
             aws_endpoint_url: get("AWS_ENDPOINT_URL"),
@@ -79,16 +86,26 @@ mod tests {
     use super::*;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let pairs: Vec<(String, String)> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Config::from_lookup(|name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        })
     }
 
     #[test]
     fn defaults_to_the_embedded_backend() {
         let config = config(&[]).unwrap();
         assert_eq!(config.backend, Backend::Sqlite);
-        assert_eq!(config.sqlite_path(), PathBuf::from(".analytics/store.sqlite"));
+        assert_eq!(
+            config.sqlite_path(),
+            PathBuf::from(".analytics/store.sqlite")
+        );
         assert!(config.aws_endpoint_url.is_none());
     }
 
@@ -104,7 +121,10 @@ mod tests {
         assert_eq!(config.backend, Backend::Dynamodb);
         assert_eq!(config.table_name, "t");
         assert_eq!(config.bucket_name, "b");
-        assert_eq!(config.aws_endpoint_url.as_deref(), Some("http://127.0.0.1:5000"));
+        assert_eq!(
+            config.aws_endpoint_url.as_deref(),
+            Some("http://127.0.0.1:5000")
+        );
     }
 
     #[test]

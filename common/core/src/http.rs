@@ -35,7 +35,12 @@ where
             .and_then(|value| value.to_str().ok())
             .unwrap_or("")
             .to_owned();
-        let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let essence = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         if essence != "application/json" && !essence.ends_with("+json") {
             return Err(ApiError::unsupported_media_type(&content_type));
         }
@@ -44,13 +49,15 @@ where
             .get::<BodyLimit>()
             .map(|limit| limit.0)
             .unwrap_or(usize::MAX);
-        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
-            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::payload_too_large(limit)
-            } else {
-                ApiError::parse_error(format!("Could not read the request body: {rejection}"))
-            }
-        })?;
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::payload_too_large(limit)
+                } else {
+                    ApiError::parse_error(format!("Could not read the request body: {rejection}"))
+                }
+            })?;
         expect_object(&bytes)?;
         parse_json(&bytes).map(Json)
     }
@@ -86,13 +93,24 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         if inner.is_syntax() || inner.is_eof() {
             return ApiError::parse_error(format!("JSON parse error - {inner}"));
         }
-        let attr = if path == "." { None } else { Some(path.replace('.', "__")) };
+        let attr = if path == "." {
+            None
+        } else {
+            Some(path.replace('.', "__"))
+        };
         let message = inner.to_string();
-        let detail = message.split(" at line ").next().unwrap_or(&message).to_owned();
+        let detail = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_owned();
         match attr {
             Some(attr) if detail.starts_with("missing field") => ApiError::required(&attr),
             Some(attr) => ApiError::validation(attr, detail),
-            None => match detail.strip_prefix("missing field `").and_then(|rest| rest.split('`').next()) {
+            None => match detail
+                .strip_prefix("missing field `")
+                .and_then(|rest| rest.split('`').next())
+            {
                 Some(field) => ApiError::required(field),
                 None => ApiError::bad_request("invalid_input", detail),
             },
@@ -169,7 +187,10 @@ mod tests {
         let error = parse_json::<Body>(b"{").unwrap_err();
         assert_eq!(error.body.code, "parse_error");
         let error = parse_json::<Body>(b"{}").unwrap_err();
-        assert_eq!((error.body.code.as_str(), error.body.attr.as_deref()), ("required", Some("name")));
+        assert_eq!(
+            (error.body.code.as_str(), error.body.attr.as_deref()),
+            ("required", Some("name"))
+        );
         let error = parse_json::<Body>(br#"{"name": 3}"#).unwrap_err();
         assert_eq!(error.body.attr.as_deref(), Some("name"));
         let error = parse_json::<Body>(br#"{"name": "a", "nested": {"count": -1}}"#).unwrap_err();

@@ -24,9 +24,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Pagination {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        let pairs: Vec<(String, String)> = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-            .into_owned()
-            .collect();
+        let pairs: Vec<(String, String)> =
+            form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+                .into_owned()
+                .collect();
         let number = |name: &str, default: usize| -> Result<usize, ApiError> {
             match pairs.iter().find(|(key, _)| key == name) {
                 None => Ok(default),
@@ -111,15 +112,29 @@ mod tests {
             .page(&all);
         assert_eq!(page["count"], 25);
         assert_eq!(page["results"], json!((10..20).collect::<Vec<u32>>()));
-        assert_eq!(page["next"], "http://example.com/api/things?search=x&limit=10&offset=20");
-        assert_eq!(page["previous"], "http://example.com/api/things?search=x&limit=10");
-        let last = pagination("/api/things?limit=10&offset=20").await.unwrap().page(&all);
+        assert_eq!(
+            page["next"],
+            "http://example.com/api/things?search=x&limit=10&offset=20"
+        );
+        assert_eq!(
+            page["previous"],
+            "http://example.com/api/things?search=x&limit=10"
+        );
+        let last = pagination("/api/things?limit=10&offset=20")
+            .await
+            .unwrap()
+            .page(&all);
         assert_eq!(last["next"], Value::Null);
     }
 
     #[tokio::test]
     async fn bad_numbers_are_400s() {
-        for uri in ["/x?limit=abc", "/x?limit=0", "/x?offset=-1", "/x?limit=100000"] {
+        for uri in [
+            "/x?limit=abc",
+            "/x?limit=0",
+            "/x?offset=-1",
+            "/x?limit=100000",
+        ] {
             let error = pagination(uri).await.unwrap_err();
             assert_eq!(error.status, 400, "{uri}");
         }

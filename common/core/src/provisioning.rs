@@ -42,7 +42,9 @@ fn validate_email(email: &str) -> Result<(), ProvisionError> {
     if valid {
         Ok(())
     } else {
-        Err(ProvisionError::Invalid(format!("`{email}` is not a valid e-mail address")))
+        Err(ProvisionError::Invalid(format!(
+            "`{email}` is not a valid e-mail address"
+        )))
     }
 }
 
@@ -76,7 +78,11 @@ pub async fn bootstrap_if_empty(store: &dyn Store) -> Result<Option<Bootstrap>, 
 
     let mut ops = vec![
         WriteOp::Put {
-            item: Item::new("META", "BOOTSTRAP", serde_json::json!({ "user_uuid": user.uuid })),
+            item: Item::new(
+                "META",
+                "BOOTSTRAP",
+                serde_json::json!({ "user_uuid": user.uuid }),
+            ),
             condition: Condition::NotExists,
         },
         organization.put_op()?,
@@ -99,10 +105,15 @@ pub async fn bootstrap_if_empty(store: &dyn Store) -> Result<Option<Bootstrap>, 
     }
 }
 
-pub async fn create_organization(store: &dyn Store, name: &str) -> Result<Organization, ProvisionError> {
+pub async fn create_organization(
+    store: &dyn Store,
+    name: &str,
+) -> Result<Organization, ProvisionError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 64 {
-        return Err(ProvisionError::Invalid("an organization name has 1 to 64 characters".into()));
+        return Err(ProvisionError::Invalid(
+            "an organization name has 1 to 64 characters".into(),
+        ));
     }
     let organization = Organization::new(name);
     store.transact_write(vec![organization.put_op()?]).await?;
@@ -117,13 +128,19 @@ pub async fn create_project(
 ) -> Result<Project, ProvisionError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 {
-        return Err(ProvisionError::Invalid("a project name has 1 to 200 characters".into()));
+        return Err(ProvisionError::Invalid(
+            "a project name has 1 to 200 characters".into(),
+        ));
     }
     if !valid_timezone(timezone) {
-        return Err(ProvisionError::Invalid(format!("`{timezone}` is not an IANA time zone")));
+        return Err(ProvisionError::Invalid(format!(
+            "`{timezone}` is not an IANA time zone"
+        )));
     }
     if Organization::load(store, organization_id).await?.is_none() {
-        return Err(ProvisionError::Invalid(format!("no organization {organization_id}")));
+        return Err(ProvisionError::Invalid(format!(
+            "no organization {organization_id}"
+        )));
     }
     let project = Project::allocate(
         store,
@@ -147,7 +164,9 @@ pub async fn create_user(
 ) -> Result<User, ProvisionError> {
     validate_email(new.email)?;
     if Organization::load(store, organization_id).await?.is_none() {
-        return Err(ProvisionError::Invalid(format!("no organization {organization_id}")));
+        return Err(ProvisionError::Invalid(format!(
+            "no organization {organization_id}"
+        )));
     }
     let email = new.email.to_owned();
     let mut user = User::new(new)?;

@@ -32,7 +32,10 @@ pub fn emulator_endpoint() -> Option<String> {
         .trim_start_matches("https://")
         .trim_end_matches('/');
     let reachable = std::net::TcpStream::connect(authority).is_ok();
-    assert!(reachable, "the emulator at {endpoint} is expected but unreachable");
+    assert!(
+        reachable,
+        "the emulator at {endpoint} is expected but unreachable"
+    );
     Some(endpoint)
 }
 

@@ -6,9 +6,17 @@ use common::testing;
 use futures::TryStreamExt;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, path::Path};
 
-async fn backends() -> Vec<(&'static str, Arc<dyn ObjectStore>, Option<tempfile::TempDir>)> {
+async fn backends() -> Vec<(
+    &'static str,
+    Arc<dyn ObjectStore>,
+    Option<tempfile::TempDir>,
+)> {
     let dir = tempfile::tempdir().unwrap();
-    let mut all = vec![("local", common::objects::local(dir.path()).unwrap(), Some(dir))];
+    let mut all = vec![(
+        "local",
+        common::objects::local(dir.path()).unwrap(),
+        Some(dir),
+    )];
     if let Some(s3) = testing::s3_objects() {
         all.push(("s3", s3, None));
     }
@@ -19,8 +27,17 @@ async fn backends() -> Vec<(&'static str, Arc<dyn ObjectStore>, Option<tempfile:
 async fn put_get_list_delete() {
     for (name, objects, _dir) in backends().await {
         let path = Path::from("lake/team_id=1/a.ndjson");
-        objects.put(&path, PutPayload::from_static(b"{\"a\":1}\n")).await.unwrap();
-        objects.put(&Path::from("lake/team_id=2/b.ndjson"), PutPayload::from_static(b"b")).await.unwrap();
+        objects
+            .put(&path, PutPayload::from_static(b"{\"a\":1}\n"))
+            .await
+            .unwrap();
+        objects
+            .put(
+                &Path::from("lake/team_id=2/b.ndjson"),
+                PutPayload::from_static(b"b"),
+            )
+            .await
+            .unwrap();
         let bytes = objects.get(&path).await.unwrap().bytes().await.unwrap();
         assert_eq!(&bytes[..], b"{\"a\":1}\n", "{name}");
 
@@ -33,6 +50,12 @@ async fn put_get_list_delete() {
         assert_eq!(listed, vec!["lake/team_id=1/a.ndjson"], "{name}");
 
         objects.delete(&path).await.unwrap();
-        assert!(matches!(objects.get(&path).await, Err(object_store::Error::NotFound { .. })), "{name}");
+        assert!(
+            matches!(
+                objects.get(&path).await,
+                Err(object_store::Error::NotFound { .. })
+            ),
+            "{name}"
+        );
     }
 }

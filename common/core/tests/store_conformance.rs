@@ -12,7 +12,8 @@ async fn backends() -> Vec<(&'static str, Arc<dyn Store>)> {
 
 /// `page_size` caps DynamoDB's per-request `Limit`, forcing many requests per query.
 async fn backends_with_page_size(page_size: Option<i32>) -> Vec<(&'static str, Arc<dyn Store>)> {
-    let mut all: Vec<(&'static str, Arc<dyn Store>)> = vec![("sqlite", Arc::new(testing::memory_store()))];
+    let mut all: Vec<(&'static str, Arc<dyn Store>)> =
+        vec![("sqlite", Arc::new(testing::memory_store()))];
     if let Some(dynamo) = testing::dynamo_store().await {
         let dynamo = match page_size {
             Some(size) => dynamo.with_page_size(size),
@@ -39,7 +40,9 @@ fn future() -> i64 {
 async fn items_round_trip_exactly() {
     for (name, store) in backends().await {
         let data = json!({"n": 1.5, "big": 9007199254740993u64, "s": "ünï", "null": null, "list": [1, {"a": []}]});
-        let item = Item::new("P#1", "S#1", data.clone()).with_gsi1("G#1", "X").with_expiry(future());
+        let item = Item::new("P#1", "S#1", data.clone())
+            .with_gsi1("G#1", "X")
+            .with_expiry(future());
         store.put(item.clone(), Condition::None).await.unwrap();
         let read = store.get("P#1", "S#1").await.unwrap().expect(name);
         assert_eq!(read, item, "{name}");
@@ -53,43 +56,89 @@ async fn conditional_puts_and_deletes() {
     for (name, store) in backends().await {
         let item = Item::new("P", "S", json!({"v": 1}));
         store.put(item.clone(), Condition::NotExists).await.unwrap();
-        assert!(matches!(store.put(item.clone(), Condition::NotExists).await, Err(StoreError::ConditionFailed)), "{name}");
-        assert!(matches!(
-            store.put(Item::new("P", "missing", json!({})), Condition::Exists).await,
-            Err(StoreError::ConditionFailed)
-        ), "{name}");
+        assert!(
+            matches!(
+                store.put(item.clone(), Condition::NotExists).await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
+        assert!(
+            matches!(
+                store
+                    .put(Item::new("P", "missing", json!({})), Condition::Exists)
+                    .await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
 
         let mut next = item.clone();
         next.version = 2;
         next.data = json!({"v": 2});
-        assert!(matches!(store.put(next.clone(), Condition::VersionEquals(7)).await, Err(StoreError::ConditionFailed)), "{name}");
-        store.put(next.clone(), Condition::VersionEquals(1)).await.unwrap();
-        assert_eq!(store.get("P", "S").await.unwrap().unwrap().data, json!({"v": 2}), "{name}");
+        assert!(
+            matches!(
+                store.put(next.clone(), Condition::VersionEquals(7)).await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
+        store
+            .put(next.clone(), Condition::VersionEquals(1))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get("P", "S").await.unwrap().unwrap().data,
+            json!({"v": 2}),
+            "{name}"
+        );
 
-        assert!(matches!(store.delete("P", "S", Condition::VersionEquals(1)).await, Err(StoreError::ConditionFailed)), "{name}");
-        store.delete("P", "S", Condition::VersionEquals(2)).await.unwrap();
+        assert!(
+            matches!(
+                store.delete("P", "S", Condition::VersionEquals(1)).await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
+        store
+            .delete("P", "S", Condition::VersionEquals(2))
+            .await
+            .unwrap();
         assert!(store.get("P", "S").await.unwrap().is_none(), "{name}");
         // Deleting what is not there is fine unless a condition says otherwise.
         store.delete("P", "S", Condition::None).await.unwrap();
-        assert!(matches!(store.delete("P", "S", Condition::Exists).await, Err(StoreError::ConditionFailed)), "{name}");
+        assert!(
+            matches!(
+                store.delete("P", "S", Condition::Exists).await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
     }
 }
 
 #[tokio::test]
 async fn optimistic_updates_lose_nothing_under_concurrency() {
     for (name, store) in backends().await {
-        store.put(Item::new("C", "C", json!({"value": 0})), Condition::NotExists).await.unwrap();
+        store
+            .put(
+                Item::new("C", "C", json!({"value": 0})),
+                Condition::NotExists,
+            )
+            .await
+            .unwrap();
         let mut tasks = Vec::new();
         for _ in 0..8 {
             let store = store.clone();
             tasks.push(tokio::spawn(async move {
                 for _ in 0..3 {
                     loop {
-                        let result = store::update(store.as_ref(), "C", "C", |mut v: serde_json::Value| {
-                            v["value"] = json!(v["value"].as_i64().unwrap() + 1);
-                            Ok(v)
-                        })
-                        .await;
+                        let result =
+                            store::update(store.as_ref(), "C", "C", |mut v: serde_json::Value| {
+                                v["value"] = json!(v["value"].as_i64().unwrap() + 1);
+                                Ok(v)
+                            })
+                            .await;
                         match result {
                             Ok(_) => break,
                             Err(StoreError::ConditionFailed) => continue,
@@ -105,10 +154,13 @@ async fn optimistic_updates_lose_nothing_under_concurrency() {
         let item = store.get("C", "C").await.unwrap().unwrap();
         assert_eq!(item.data["value"], 24, "{name}");
         assert_eq!(item.version, 25, "{name}");
-        assert!(matches!(
-            store::update(store.as_ref(), "C", "absent", |v: serde_json::Value| Ok(v)).await,
-            Err(StoreError::ConditionFailed)
-        ), "{name}");
+        assert!(
+            matches!(
+                store::update(store.as_ref(), "C", "absent", |v: serde_json::Value| Ok(v)).await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
     }
 }
 
@@ -123,7 +175,11 @@ async fn fill(store: &dyn Store, pk: &str, count: usize) {
     store.transact_write(ops).await.unwrap();
 }
 
-async fn walk(store: &dyn Store, partition: &str, mut options: QueryOptions) -> (Vec<String>, usize) {
+async fn walk(
+    store: &dyn Store,
+    partition: &str,
+    mut options: QueryOptions,
+) -> (Vec<String>, usize) {
     let mut all = Vec::new();
     let mut pages = 0;
     loop {
@@ -145,30 +201,87 @@ async fn walk(store: &dyn Store, partition: &str, mut options: QueryOptions) -> 
 async fn queries_walk_a_prefix_in_order_with_cursors() {
     for (name, store) in backends_with_page_size(Some(2)).await {
         fill(store.as_ref(), "Q", 10).await;
-        store.put(Item::new("Q", "OTHER#1", json!({})), Condition::None).await.unwrap();
-        store.put(Item::new("Q2", "ITEM#999", json!({})), Condition::None).await.unwrap();
+        store
+            .put(Item::new("Q", "OTHER#1", json!({})), Condition::None)
+            .await
+            .unwrap();
+        store
+            .put(Item::new("Q2", "ITEM#999", json!({})), Condition::None)
+            .await
+            .unwrap();
 
         let expected: Vec<String> = (0..10).map(|i| format!("ITEM#{i:03}")).collect();
         let everything = store
-            .query("Q", QueryOptions { sk_prefix: "ITEM#".into(), ..Default::default() })
+            .query(
+                "Q",
+                QueryOptions {
+                    sk_prefix: "ITEM#".into(),
+                    ..Default::default()
+                },
+            )
             .await
             .unwrap();
         assert_eq!(keys(&everything), expected, "{name}");
         assert!(everything.cursor.is_none(), "{name}");
 
-        let (walked, pages) = walk(store.as_ref(), "Q", QueryOptions { sk_prefix: "ITEM#".into(), limit: Some(3), ..Default::default() }).await;
+        let (walked, pages) = walk(
+            store.as_ref(),
+            "Q",
+            QueryOptions {
+                sk_prefix: "ITEM#".into(),
+                limit: Some(3),
+                ..Default::default()
+            },
+        )
+        .await;
         assert_eq!(walked, expected, "{name}");
         assert_eq!(pages, 4, "{name}");
 
         // An exact fit hands out no cursor to an empty page.
-        let (walked, pages) = walk(store.as_ref(), "Q", QueryOptions { sk_prefix: "ITEM#".into(), limit: Some(5), ..Default::default() }).await;
+        let (walked, pages) = walk(
+            store.as_ref(),
+            "Q",
+            QueryOptions {
+                sk_prefix: "ITEM#".into(),
+                limit: Some(5),
+                ..Default::default()
+            },
+        )
+        .await;
         assert_eq!((walked.len(), pages), (10, 2), "{name}");
 
-        let (backwards, _) = walk(store.as_ref(), "Q", QueryOptions { sk_prefix: "ITEM#".into(), limit: Some(4), descending: true, ..Default::default() }).await;
-        assert_eq!(backwards, expected.iter().rev().cloned().collect::<Vec<_>>(), "{name}");
+        let (backwards, _) = walk(
+            store.as_ref(),
+            "Q",
+            QueryOptions {
+                sk_prefix: "ITEM#".into(),
+                limit: Some(4),
+                descending: true,
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            backwards,
+            expected.iter().rev().cloned().collect::<Vec<_>>(),
+            "{name}"
+        );
 
-        let (by_gsi, _) = walk(store.as_ref(), "GQ", QueryOptions { index: Index::Gsi1, limit: Some(3), ..Default::default() }).await;
-        assert_eq!(by_gsi, expected.iter().rev().cloned().collect::<Vec<_>>(), "{name}");
+        let (by_gsi, _) = walk(
+            store.as_ref(),
+            "GQ",
+            QueryOptions {
+                index: Index::Gsi1,
+                limit: Some(3),
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            by_gsi,
+            expected.iter().rev().cloned().collect::<Vec<_>>(),
+            "{name}"
+        );
 
         let all = walk(store.as_ref(), "Q", QueryOptions::default()).await.0;
         assert_eq!(all.len(), 11, "{name}");
@@ -180,15 +293,56 @@ async fn cursors_are_opaque_and_bound_to_their_partition() {
     for (name, store) in backends().await {
         fill(store.as_ref(), "A", 4).await;
         fill(store.as_ref(), "B", 4).await;
-        let page = store.query("A", QueryOptions { limit: Some(2), ..Default::default() }).await.unwrap();
+        let page = store
+            .query(
+                "A",
+                QueryOptions {
+                    limit: Some(2),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
         let cursor = page.cursor.clone().unwrap();
-        let elsewhere = store.query("B", QueryOptions { limit: Some(2), cursor: Some(cursor.clone()), ..Default::default() }).await;
-        assert!(matches!(elsewhere, Err(StoreError::InvalidCursor)), "{name}");
-        let on_gsi = store.query("A", QueryOptions { index: Index::Gsi1, cursor: Some(cursor), ..Default::default() }).await;
+        let elsewhere = store
+            .query(
+                "B",
+                QueryOptions {
+                    limit: Some(2),
+                    cursor: Some(cursor.clone()),
+                    ..Default::default()
+                },
+            )
+            .await;
+        assert!(
+            matches!(elsewhere, Err(StoreError::InvalidCursor)),
+            "{name}"
+        );
+        let on_gsi = store
+            .query(
+                "A",
+                QueryOptions {
+                    index: Index::Gsi1,
+                    cursor: Some(cursor),
+                    ..Default::default()
+                },
+            )
+            .await;
         assert!(matches!(on_gsi, Err(StoreError::InvalidCursor)), "{name}");
         for garbage in ["", "!!!", "e30", "bm90IGpzb24"] {
-            let result = store.query("A", QueryOptions { cursor: Some(garbage.into()), ..Default::default() }).await;
-            assert!(matches!(result, Err(StoreError::InvalidCursor)), "{name} {garbage:?}");
+            let result = store
+                .query(
+                    "A",
+                    QueryOptions {
+                        cursor: Some(garbage.into()),
+                        ..Default::default()
+                    },
+                )
+                .await;
+            assert!(
+                matches!(result, Err(StoreError::InvalidCursor)),
+                "{name} {garbage:?}"
+            );
         }
     }
 }
@@ -202,7 +356,11 @@ async fn pagination_crosses_one_megabyte_pages() {
             let ops = chunk
                 .iter()
                 .map(|i| WriteOp::Put {
-                    item: Item::new("BIG", format!("ITEM#{i:03}"), json!({"i": i, "filler": filler})),
+                    item: Item::new(
+                        "BIG",
+                        format!("ITEM#{i:03}"),
+                        json!({"i": i, "filler": filler}),
+                    ),
                     condition: Condition::None,
                 })
                 .collect();
@@ -211,7 +369,15 @@ async fn pagination_crosses_one_megabyte_pages() {
         let expected: Vec<String> = (0..30).map(|i| format!("ITEM#{i:03}")).collect();
         let all = store.query("BIG", QueryOptions::default()).await.unwrap();
         assert_eq!(keys(&all), expected, "{name}");
-        let (walked, pages) = walk(store.as_ref(), "BIG", QueryOptions { limit: Some(25), ..Default::default() }).await;
+        let (walked, pages) = walk(
+            store.as_ref(),
+            "BIG",
+            QueryOptions {
+                limit: Some(25),
+                ..Default::default()
+            },
+        )
+        .await;
         assert_eq!(walked, expected, "{name}");
         assert_eq!(pages, 2, "{name}");
     }
@@ -223,50 +389,140 @@ async fn expired_items_are_invisible() {
         for i in 0..12 {
             let item = Item::new("T", format!("ITEM#{i:02}"), json!({"i": i}));
             // Two in three are expired, in runs that leave whole DynamoDB pages empty after filtering.
-            let item = if i % 3 == 2 { item.with_expiry(future()) } else { item.with_expiry(past()) };
+            let item = if i % 3 == 2 {
+                item.with_expiry(future())
+            } else {
+                item.with_expiry(past())
+            };
             store.put(item, Condition::None).await.unwrap();
         }
         assert!(store.get("T", "ITEM#00").await.unwrap().is_none(), "{name}");
         assert!(store.get("T", "ITEM#02").await.unwrap().is_some(), "{name}");
-        let (walked, _) = walk(store.as_ref(), "T", QueryOptions { limit: Some(1), ..Default::default() }).await;
-        assert_eq!(walked, vec!["ITEM#02", "ITEM#05", "ITEM#08", "ITEM#11"], "{name}");
+        let (walked, _) = walk(
+            store.as_ref(),
+            "T",
+            QueryOptions {
+                limit: Some(1),
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            walked,
+            vec!["ITEM#02", "ITEM#05", "ITEM#08", "ITEM#11"],
+            "{name}"
+        );
         // An expired item counts as absent for conditions.
-        store.put(Item::new("T", "ITEM#00", json!({"fresh": true})), Condition::NotExists).await.unwrap();
-        assert!(matches!(
-            store.put(Item::new("T", "ITEM#01", json!({})), Condition::Exists).await,
-            Err(StoreError::ConditionFailed)
-        ), "{name}");
+        store
+            .put(
+                Item::new("T", "ITEM#00", json!({"fresh": true})),
+                Condition::NotExists,
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                store
+                    .put(Item::new("T", "ITEM#01", json!({})), Condition::Exists)
+                    .await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
     }
 }
 
 #[tokio::test]
 async fn transactions_are_all_or_nothing() {
     for (name, store) in backends().await {
-        store.put(Item::new("X", "TAKEN", json!({})), Condition::None).await.unwrap();
+        store
+            .put(Item::new("X", "TAKEN", json!({})), Condition::None)
+            .await
+            .unwrap();
         let ops = vec![
-            WriteOp::Put { item: Item::new("X", "NEW1", json!({})), condition: Condition::NotExists },
-            WriteOp::Delete { pk: "X".into(), sk: "TAKEN".into(), condition: Condition::Exists },
-            WriteOp::Put { item: Item::new("X", "NEW2", json!({})), condition: Condition::NotExists },
-            WriteOp::Check { pk: "X".into(), sk: "ABSENT".into(), condition: Condition::Exists },
+            WriteOp::Put {
+                item: Item::new("X", "NEW1", json!({})),
+                condition: Condition::NotExists,
+            },
+            WriteOp::Delete {
+                pk: "X".into(),
+                sk: "TAKEN".into(),
+                condition: Condition::Exists,
+            },
+            WriteOp::Put {
+                item: Item::new("X", "NEW2", json!({})),
+                condition: Condition::NotExists,
+            },
+            WriteOp::Check {
+                pk: "X".into(),
+                sk: "ABSENT".into(),
+                condition: Condition::Exists,
+            },
         ];
-        assert!(matches!(store.transact_write(ops).await, Err(StoreError::ConditionFailed)), "{name}");
+        assert!(
+            matches!(
+                store.transact_write(ops).await,
+                Err(StoreError::ConditionFailed)
+            ),
+            "{name}"
+        );
         assert!(store.get("X", "NEW1").await.unwrap().is_none(), "{name}");
         assert!(store.get("X", "TAKEN").await.unwrap().is_some(), "{name}");
 
         let duplicate = vec![
-            WriteOp::Put { item: Item::new("X", "D", json!({})), condition: Condition::None },
-            WriteOp::Delete { pk: "X".into(), sk: "D".into(), condition: Condition::None },
+            WriteOp::Put {
+                item: Item::new("X", "D", json!({})),
+                condition: Condition::None,
+            },
+            WriteOp::Delete {
+                pk: "X".into(),
+                sk: "D".into(),
+                condition: Condition::None,
+            },
         ];
-        assert!(matches!(store.transact_write(duplicate).await, Err(StoreError::Invalid(_))), "{name}");
-        assert!(matches!(store.transact_write(vec![]).await, Err(StoreError::Invalid(_))), "{name}");
+        assert!(
+            matches!(
+                store.transact_write(duplicate).await,
+                Err(StoreError::Invalid(_))
+            ),
+            "{name}"
+        );
+        assert!(
+            matches!(
+                store.transact_write(vec![]).await,
+                Err(StoreError::Invalid(_))
+            ),
+            "{name}"
+        );
 
         let hundred: Vec<WriteOp> = (0..100)
-            .map(|i| WriteOp::Put { item: Item::new("H", format!("{i:03}"), json!({})), condition: Condition::NotExists })
+            .map(|i| WriteOp::Put {
+                item: Item::new("H", format!("{i:03}"), json!({})),
+                condition: Condition::NotExists,
+            })
             .collect();
         let mut too_many = hundred.clone();
-        too_many.push(WriteOp::Put { item: Item::new("H", "100", json!({})), condition: Condition::None });
-        assert!(matches!(store.transact_write(too_many).await, Err(StoreError::Invalid(_))), "{name}");
+        too_many.push(WriteOp::Put {
+            item: Item::new("H", "100", json!({})),
+            condition: Condition::None,
+        });
+        assert!(
+            matches!(
+                store.transact_write(too_many).await,
+                Err(StoreError::Invalid(_))
+            ),
+            "{name}"
+        );
         store.transact_write(hundred).await.unwrap();
-        assert_eq!(store.query("H", QueryOptions::default()).await.unwrap().items.len(), 100, "{name}");
+        assert_eq!(
+            store
+                .query("H", QueryOptions::default())
+                .await
+                .unwrap()
+                .items
+                .len(),
+            100,
+            "{name}"
+        );
     }
 }

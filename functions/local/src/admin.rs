@@ -101,11 +101,24 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
             let organization = provisioning::create_organization(store, &name).await?;
             json!({ "id": organization.id, "name": organization.name })
         }
-        AdminCommand::CreateProject { organization, name, timezone } => {
-            let project = provisioning::create_project(store, organization, &name, &timezone).await?;
+        AdminCommand::CreateProject {
+            organization,
+            name,
+            timezone,
+        } => {
+            let project =
+                provisioning::create_project(store, organization, &name, &timezone).await?;
             json!({ "id": project.id, "name": project.name, "api_token": project.api_token })
         }
-        AdminCommand::CreateUser { email, organization, password, first_name, last_name, staff, level } => {
+        AdminCommand::CreateUser {
+            email,
+            organization,
+            password,
+            first_name,
+            last_name,
+            staff,
+            level,
+        } => {
             let user = provisioning::create_user(
                 store,
                 NewUser {
@@ -121,7 +134,12 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
             .await?;
             json!({ "uuid": user.uuid, "email": user.email, "current_project": user.current_team_id })
         }
-        AdminCommand::CreateKey { user, label, scopes, projects } => {
+        AdminCommand::CreateKey {
+            user,
+            label,
+            scopes,
+            projects,
+        } => {
             let owner = match Uuid::parse_str(&user) {
                 Ok(uuid) => User::load(store, uuid).await?,
                 Err(_) => User::by_email(store, &user).await?,
@@ -129,9 +147,10 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
             let Some(owner) = owner else {
                 bail!("no user {user}");
             };
-            let (key, secret) = provisioning::create_key(store, owner.uuid, &label, scopes, projects)
-                .await
-                .context("cannot create the key")?;
+            let (key, secret) =
+                provisioning::create_key(store, owner.uuid, &label, scopes, projects)
+                    .await
+                    .context("cannot create the key")?;
             json!({
                 "id": key.id,
                 "label": key.label,

@@ -30,7 +30,12 @@ pub enum BenchCommand {
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
-        BenchCommand::UsersMe { address, key, connections, seconds } => {
+        BenchCommand::UsersMe {
+            address,
+            key,
+            connections,
+            seconds,
+        } => {
             let _dir;
             let (address, key) = match (address, key) {
                 (Some(address), Some(key)) => (address, key),
@@ -41,7 +46,14 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                     started
                 }
             };
-            let report = load(address, "/api/users/@me/", &key, connections, Duration::from_secs(seconds)).await?;
+            let report = load(
+                address,
+                "/api/users/@me/",
+                &key,
+                connections,
+                Duration::from_secs(seconds),
+            )
+            .await?;
             println!("{report}");
             Ok(())
         }
@@ -103,7 +115,9 @@ pub async fn load(
     let mut workers = Vec::new();
     for _ in 0..connections {
         let (path, key) = (path.to_owned(), key.to_owned());
-        workers.push(tokio::spawn(async move { worker(address, &path, &key, deadline).await }));
+        workers.push(tokio::spawn(async move {
+            worker(address, &path, &key, deadline).await
+        }));
     }
     let mut latency_us = Histogram::<u64>::new(3)?;
     let (mut requests, mut errors) = (0, 0);
@@ -130,7 +144,8 @@ async fn worker(
 ) -> anyhow::Result<(Histogram<u64>, u64)> {
     let stream = TcpStream::connect(address).await?;
     stream.set_nodelay(true)?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
     let mut histogram = Histogram::<u64>::new(3)?;
     let mut errors = 0;

@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use crate::{admin, bench, serve};
 
 #[derive(Debug, Parser)]
-#[command(name = "analytics", version, about = "Product analytics with a PostHog-compatible API")]
+#[command(
+    name = "analytics",
+    version,
+    about = "Product analytics with a PostHog-compatible API"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,7 +22,12 @@ struct Cli {
 #[derive(Debug, clap::Args)]
 pub struct DataDir {
     /// Holds store.sqlite and objects/ (embedded backend).
-    #[arg(long, env = "ANALYTICS_DATA_DIR", default_value = ".analytics", global = true)]
+    #[arg(
+        long,
+        env = "ANALYTICS_DATA_DIR",
+        default_value = ".analytics",
+        global = true
+    )]
     pub data_dir: PathBuf,
 }
 
@@ -48,7 +57,10 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     common::telemetry::init_text();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the runtime: {error}");

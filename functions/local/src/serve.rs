@@ -21,9 +21,18 @@ pub async fn state_for(data_dir: PathBuf) -> anyhow::Result<AppState> {
 
 pub fn announce(bootstrap: &Bootstrap) {
     println!("Created a first organization, project and user on this empty store.");
-    println!("  user:    {} ({})", bootstrap.user.email, bootstrap.user.uuid);
-    println!("  project: {} (id {}, token {})", bootstrap.project.name, bootstrap.project.id, bootstrap.project.api_token);
-    println!("  personal API key (shown once, store it now): {}", bootstrap.key_secret);
+    println!(
+        "  user:    {} ({})",
+        bootstrap.user.email, bootstrap.user.uuid
+    );
+    println!(
+        "  project: {} (id {}, token {})",
+        bootstrap.project.name, bootstrap.project.id, bootstrap.project.api_token
+    );
+    println!(
+        "  personal API key (shown once, store it now): {}",
+        bootstrap.key_secret
+    );
 }
 
 pub async fn run(bind: SocketAddr, data_dir: PathBuf) -> anyhow::Result<()> {

@@ -41,7 +41,9 @@ pub async fn retrieve(
     auth: Authenticated,
     Path(project_id): Path<String>,
 ) -> ApiResult<axum::Json<Value>> {
-    let project = auth.project(state.store.as_ref(), &project_id, PROJECT_READ).await?;
+    let project = auth
+        .project(state.store.as_ref(), &project_id, PROJECT_READ)
+        .await?;
     Ok(axum::Json(payload::project(&project)))
 }
 
@@ -66,16 +68,28 @@ pub async fn update(
     let name = changes.name.map(|name| name.trim().to_owned());
     if let Some(name) = &name {
         if name.is_empty() {
-            return Err(ApiError::field("name", "blank", "This field may not be blank."));
+            return Err(ApiError::field(
+                "name",
+                "blank",
+                "This field may not be blank.",
+            ));
         }
         if name.chars().count() > MAX_NAME_CHARS {
-            return Err(ApiError::field("name", "max_length", format!("Ensure this field has no more than {MAX_NAME_CHARS} characters.")));
+            return Err(ApiError::field(
+                "name",
+                "max_length",
+                format!("Ensure this field has no more than {MAX_NAME_CHARS} characters."),
+            ));
         }
     }
     if let Some(timezone) = &changes.timezone
         && !valid_timezone(timezone)
     {
-        return Err(ApiError::field("timezone", "invalid_choice", format!("\"{timezone}\" is not a valid choice.")));
+        return Err(ApiError::field(
+            "timezone",
+            "invalid_choice",
+            format!("\"{timezone}\" is not a valid choice."),
+        ));
     }
     let updated = Project::update(store, project.id, |project| {
         if let Some(name) = &name {

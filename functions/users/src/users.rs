@@ -24,7 +24,9 @@ pub async fn retrieve(
         ));
     } else {
         let uuid = Uuid::parse_str(&uuid).map_err(|_| ApiError::not_found())?;
-        User::load(store, uuid).await?.ok_or_else(ApiError::not_found)?
+        User::load(store, uuid)
+            .await?
+            .ok_or_else(ApiError::not_found)?
     };
 
     let mut organizations = Vec::new();
@@ -38,5 +40,10 @@ pub async fn retrieve(
     let organization = user
         .current_organization_id
         .and_then(|id| organizations.iter().find(|o| o.id == id));
-    Ok(axum::Json(payload::user(&user, team.as_ref(), organization, &organizations)))
+    Ok(axum::Json(payload::user(
+        &user,
+        team.as_ref(),
+        organization,
+        &organizations,
+    )))
 }

@@ -148,10 +148,15 @@ impl PersonalApiKey {
         {
             return Ok(());
         }
-        crate::store::update(store, &Self::pk(&self.secure_value), "APIKEY", |mut key: Self| {
-            key.last_used_at = Some(now);
-            Ok(key)
-        })
+        crate::store::update(
+            store,
+            &Self::pk(&self.secure_value),
+            "APIKEY",
+            |mut key: Self| {
+                key.last_used_at = Some(now);
+                Ok(key)
+            },
+        )
         .await
         .map(|_| ())
     }

@@ -49,7 +49,11 @@ impl Organization {
     }
 
     pub async fn load(store: &dyn Store, id: Uuid) -> Result<Option<Self>, StoreError> {
-        store.get(&Self::pk(id), "ORG").await?.map(|item| item.parse()).transpose()
+        store
+            .get(&Self::pk(id), "ORG")
+            .await?
+            .map(|item| item.parse())
+            .transpose()
     }
 }
 
@@ -69,11 +73,15 @@ impl Membership {
 
     /// Stored under the organization; GSI1 lists a user's organizations.
     pub fn put_op(&self) -> Result<WriteOp, StoreError> {
-        let item = Item::of(Organization::pk(self.organization_id), Self::sk(self.user_uuid), self)?
-            .with_gsi1(
-                format!("USER#{}", self.user_uuid),
-                Organization::pk(self.organization_id),
-            );
+        let item = Item::of(
+            Organization::pk(self.organization_id),
+            Self::sk(self.user_uuid),
+            self,
+        )?
+        .with_gsi1(
+            format!("USER#{}", self.user_uuid),
+            Organization::pk(self.organization_id),
+        );
         Ok(WriteOp::Put {
             item,
             condition: Condition::NotExists,

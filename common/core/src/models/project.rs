@@ -89,7 +89,11 @@ impl Project {
     }
 
     pub async fn load(store: &dyn Store, id: i64) -> Result<Option<Self>, StoreError> {
-        store.get(&Self::pk(id), "TEAM").await?.map(|item| item.parse()).transpose()
+        store
+            .get(&Self::pk(id), "TEAM")
+            .await?
+            .map(|item| item.parse())
+            .transpose()
     }
 
     /// The project a `phc_` token belongs to (capture's look-up).

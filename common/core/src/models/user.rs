@@ -1,5 +1,7 @@
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
 use argon2::Argon2;
+use argon2::password_hash::{
+    PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -128,7 +130,11 @@ impl User {
     }
 
     pub async fn load(store: &dyn Store, uuid: Uuid) -> Result<Option<Self>, StoreError> {
-        store.get(&Self::pk(uuid), "USER").await?.map(|item| item.parse()).transpose()
+        store
+            .get(&Self::pk(uuid), "USER")
+            .await?
+            .map(|item| item.parse())
+            .transpose()
     }
 
     pub async fn by_email(store: &dyn Store, email: &str) -> Result<Option<Self>, StoreError> {
@@ -162,7 +168,11 @@ impl User {
             return false;
         };
         PasswordHash::new(hash)
-            .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+            .map(|parsed| {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), &parsed)
+                    .is_ok()
+            })
             .unwrap_or(false)
     }
 

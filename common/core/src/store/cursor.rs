@@ -38,11 +38,16 @@ impl Cursor {
         let bytes = URL_SAFE_NO_PAD
             .decode(text)
             .map_err(|_| StoreError::InvalidCursor)?;
-        let cursor: Cursor = serde_json::from_slice(&bytes).map_err(|_| StoreError::InvalidCursor)?;
+        let cursor: Cursor =
+            serde_json::from_slice(&bytes).map_err(|_| StoreError::InvalidCursor)?;
         let belongs = match index {
             Index::Primary => cursor.pk == partition && cursor.gsi1pk.is_none(),
             Index::Gsi1 => cursor.gsi1pk.as_deref() == Some(partition) && cursor.gsi1sk.is_some(),
         };
-        if belongs { Ok(cursor) } else { Err(StoreError::InvalidCursor) }
+        if belongs {
+            Ok(cursor)
+        } else {
+            Err(StoreError::InvalidCursor)
+        }
     }
 }

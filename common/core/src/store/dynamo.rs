@@ -138,7 +138,8 @@ fn key_of(pk: &str, sk: &str) -> Attributes {
 fn to_attributes(item: &Item) -> Result<Attributes, StoreError> {
     let mut attributes = key_of(&item.pk, &item.sk);
     attributes.insert("version".into(), number(item.version));
-    let data = serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    let data =
+        serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
     attributes.insert("data".into(), AttributeValue::S(data));
     if let Some(value) = &item.gsi1pk {
         attributes.insert("gsi1pk".into(), string(value));
@@ -328,7 +329,9 @@ impl Store for DynamoStore {
             && items.len() > limit
         {
             items.truncate(limit);
-            cursor = items.last().map(|item| Cursor::after(item, options.index).encode());
+            cursor = items
+                .last()
+                .map(|item| Cursor::after(item, options.index).encode());
         }
         Ok(Page { items, cursor })
     }
@@ -366,8 +369,10 @@ impl Store for DynamoStore {
                 }
                 WriteOp::Check { pk, sk, condition } => {
                     // A check without a condition constrains nothing; DynamoDB needs an expression.
-                    let (expression, values) = condition_expression(*condition)
-                        .unwrap_or(("attribute_exists(pk) OR attribute_not_exists(pk)", HashMap::new()));
+                    let (expression, values) = condition_expression(*condition).unwrap_or((
+                        "attribute_exists(pk) OR attribute_not_exists(pk)",
+                        HashMap::new(),
+                    ));
                     let check = ConditionCheck::builder()
                         .table_name(&self.table)
                         .set_key(Some(key_of(pk, sk)))

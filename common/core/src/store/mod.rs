@@ -90,9 +90,20 @@ pub enum Condition {
 /// One action of an all-or-nothing transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteOp {
-    Put { item: Item, condition: Condition },
-    Delete { pk: String, sk: String, condition: Condition },
-    Check { pk: String, sk: String, condition: Condition },
+    Put {
+        item: Item,
+        condition: Condition,
+    },
+    Delete {
+        pk: String,
+        sk: String,
+        condition: Condition,
+    },
+    Check {
+        pk: String,
+        sk: String,
+        condition: Condition,
+    },
 }
 
 impl WriteOp {
@@ -191,7 +202,12 @@ pub(crate) fn now_unix() -> i64 {
 
 /// Read, change and write back one item under optimistic locking, retrying on concurrent changes.
 /// `change` gets the current entity and returns the new one; it may run more than once.
-pub async fn update<T, F>(store: &dyn Store, pk: &str, sk: &str, mut change: F) -> Result<T, StoreError>
+pub async fn update<T, F>(
+    store: &dyn Store,
+    pk: &str,
+    sk: &str,
+    mut change: F,
+) -> Result<T, StoreError>
 where
     T: Serialize + DeserializeOwned,
     F: FnMut(T) -> Result<T, StoreError>,
@@ -203,9 +219,13 @@ where
         };
         let updated = change(current.parse()?)?;
         let mut item = current.clone();
-        item.data = serde_json::to_value(&updated).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        item.data =
+            serde_json::to_value(&updated).map_err(|e| StoreError::Encoding(e.to_string()))?;
         item.version = current.version + 1;
-        match store.put(item, Condition::VersionEquals(current.version)).await {
+        match store
+            .put(item, Condition::VersionEquals(current.version))
+            .await
+        {
             Ok(()) => return Ok(updated),
             Err(StoreError::ConditionFailed) => continue,
             Err(other) => return Err(other),

@@ -136,10 +136,13 @@ fn condition_holds(existing: Option<&Item>, condition: Condition) -> bool {
 }
 
 fn write_put(connection: &Connection, item: &Item) -> Result<(), StoreError> {
-    let data = serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    let data =
+        serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
     connection
         .execute(
-            &format!("INSERT OR REPLACE INTO items ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+            &format!(
+                "INSERT OR REPLACE INTO items ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ),
             params![
                 item.pk,
                 item.sk,
@@ -156,7 +159,10 @@ fn write_put(connection: &Connection, item: &Item) -> Result<(), StoreError> {
 
 fn write_delete(connection: &Connection, pk: &str, sk: &str) -> Result<(), StoreError> {
     connection
-        .execute("DELETE FROM items WHERE pk = ?1 AND sk = ?2", params![pk, sk])
+        .execute(
+            "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
+            params![pk, sk],
+        )
         .map_err(backend)?;
     Ok(())
 }
@@ -193,7 +199,8 @@ fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError>
 impl Store for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         let (pk, sk) = (pk.to_owned(), sk.to_owned());
-        self.with(move |connection| get_live(connection, &pk, &sk)).await
+        self.with(move |connection| get_live(connection, &pk, &sk))
+            .await
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
@@ -286,7 +293,9 @@ fn query_page(
         && items.len() > limit
     {
         items.truncate(limit);
-        cursor = items.last().map(|item| Cursor::after(item, options.index).encode());
+        cursor = items
+            .last()
+            .map(|item| Cursor::after(item, options.index).encode());
     }
     Ok(Page { items, cursor })
 }
