@@ -16,8 +16,9 @@ pub struct World {
     pub backend: TestState,
     pub app: App,
     pub bootstrap: Bootstrap,
-    /// A project in another organization.
+    /// A project in another organization, and that organization.
     pub foreign_project: i64,
+    pub foreign_organization: uuid::Uuid,
     /// A non-staff member of the bootstrap organization, and their full-scope key.
     pub member: User,
     pub member_key: String,
@@ -56,6 +57,7 @@ impl World {
             "member",
             vec!["*".into()],
             None,
+            None,
         )
         .await
         .unwrap();
@@ -65,6 +67,7 @@ impl World {
             app,
             bootstrap,
             foreign_project: foreign.id,
+            foreign_organization: other.id,
             member,
             member_key,
         }
@@ -89,12 +92,22 @@ impl World {
 
     /// A new key for the bootstrap user.
     pub async fn key(&self, scopes: &[&str], projects: Option<Vec<i64>>) -> String {
+        self.key_for_organizations(scopes, projects, None).await
+    }
+
+    pub async fn key_for_organizations(
+        &self,
+        scopes: &[&str],
+        projects: Option<Vec<i64>>,
+        organizations: Option<Vec<uuid::Uuid>>,
+    ) -> String {
         provisioning::create_key(
             self.backend.state.store.as_ref(),
             self.bootstrap.user.uuid,
             "test",
             scopes.iter().map(|s| s.to_string()).collect(),
             projects,
+            organizations,
         )
         .await
         .unwrap()

@@ -139,6 +139,22 @@ async fn project_access_follows_membership_and_key_scoping() {
             "{name}"
         );
 
+        // A key scoped to another organization is refused on this organization's projects.
+        let other_org = world
+            .key_for_organizations(&["*"], None, Some(vec![world.foreign_organization]))
+            .await;
+        let (status, body) = world
+            .get(&format!("/api/projects/{own}/"), Some(&other_org))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("API key does not have access to the requested organization"),
+            "{name} {body}"
+        );
+
         // A project of an organization the caller does not belong to.
         let (status, body) = world
             .get(

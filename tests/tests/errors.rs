@@ -83,3 +83,16 @@ async fn a_panicking_handler_answers_500_in_the_error_shape() {
         "internals stay in the log"
     );
 }
+
+#[tokio::test]
+async fn extractor_rejections_use_the_error_shape_too() {
+    for world in World::all().await {
+        let name = world.name();
+        // A path segment that is not UTF-8 once decoded: axum's own rejection, rewritten.
+        let (status, body) = world
+            .get("/api/projects/%FF%FE/", Some(world.admin_key()))
+            .await;
+        assert!(status.is_client_error(), "{name} {status}");
+        error_shape(&body);
+    }
+}

@@ -136,11 +136,46 @@ pub fn finish(routes: Router<AppState>, state: AppState) -> App {
         .route("/_health", get(health))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::map_response(error_shape))
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::Extension(BodyLimit(limit)))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state);
     NormalizePathLayer::trim_trailing_slash().layer(router)
+}
+
+/// Rejections axum produces itself (a path segment that is not UTF-8, a malformed query string)
+/// come as plain text; rewrite them into the error shape so clients see one format.
+async fn error_shape(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .unwrap_or_default();
+    let detail = String::from_utf8_lossy(&body).trim().to_owned();
+    let kind = if status.is_server_error() {
+        crate::error::ErrorType::ServerError
+    } else {
+        crate::error::ErrorType::InvalidRequest
+    };
+    let code = if status == axum::http::StatusCode::NOT_FOUND {
+        "not_found"
+    } else {
+        "invalid_request"
+    };
+    let detail = if detail.is_empty() {
+        status.canonical_reason().unwrap_or("Error").to_owned()
+    } else {
+        detail
+    };
+    ApiError::new(status, kind, code, detail).into_response()
 }
 
 async fn health() -> impl IntoResponse {

@@ -191,6 +191,7 @@ pub async fn create_key(
     label: &str,
     scopes: Vec<String>,
     scoped_teams: Option<Vec<i64>>,
+    scoped_organizations: Option<Vec<Uuid>>,
 ) -> Result<(PersonalApiKey, String), ProvisionError> {
     if label.trim().is_empty() || label.chars().count() > crate::models::MAX_LABEL_CHARS {
         return Err(ProvisionError::Invalid(format!(
@@ -214,7 +215,13 @@ pub async fn create_key(
     if User::load(store, user_uuid).await?.is_none() {
         return Err(ProvisionError::Invalid(format!("no user {user_uuid}")));
     }
-    let (key, secret) = PersonalApiKey::create(user_uuid, label.trim(), scopes, scoped_teams, None);
+    let (key, secret) = PersonalApiKey::create(
+        user_uuid,
+        label.trim(),
+        scopes,
+        scoped_teams,
+        scoped_organizations,
+    );
     store.transact_write(vec![key.put_op()?]).await?;
     Ok((key, secret))
 }

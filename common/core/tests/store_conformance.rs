@@ -2,24 +2,33 @@
 
 use std::sync::Arc;
 
-use common::store::{self, Condition, Index, Item, QueryOptions, Store, StoreError, WriteOp};
+use common::store::{
+    self, Condition, Index, Item, QueryOptions, SqliteStore, Store, StoreError, WriteOp,
+};
 use common::testing;
 use serde_json::json;
 
-async fn backends() -> Vec<(&'static str, Arc<dyn Store>)> {
+/// A backend under test; the temp dir holding a SQLite file lives as long as the tuple.
+type Backend = (&'static str, Arc<dyn Store>, Option<tempfile::TempDir>);
+
+async fn backends() -> Vec<Backend> {
     backends_with_page_size(None).await
 }
 
 /// `page_size` caps DynamoDB's per-request `Limit`, forcing many requests per query.
-async fn backends_with_page_size(page_size: Option<i32>) -> Vec<(&'static str, Arc<dyn Store>)> {
-    let mut all: Vec<(&'static str, Arc<dyn Store>)> =
-        vec![("sqlite", Arc::new(testing::memory_store()))];
+async fn backends_with_page_size(page_size: Option<i32>) -> Vec<Backend> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = SqliteStore::open(&dir.path().join("store.sqlite")).unwrap();
+    let mut all: Vec<Backend> = vec![
+        ("sqlite-memory", Arc::new(testing::memory_store()), None),
+        ("sqlite-file", Arc::new(file), Some(dir)),
+    ];
     if let Some(dynamo) = testing::dynamo_store().await {
         let dynamo = match page_size {
             Some(size) => dynamo.with_page_size(size),
             None => dynamo,
         };
-        all.push(("dynamodb", Arc::new(dynamo)));
+        all.push(("dynamodb", Arc::new(dynamo), None));
     }
     all
 }
@@ -38,7 +47,7 @@ fn future() -> i64 {
 
 #[tokio::test]
 async fn items_round_trip_exactly() {
-    for (name, store) in backends().await {
+    for (name, store, _dir) in backends().await {
         let data = json!({"n": 1.5, "big": 9007199254740993u64, "s": "ünï", "null": null, "list": [1, {"a": []}]});
         let item = Item::new("P#1", "S#1", data.clone())
             .with_gsi1("G#1", "X")
@@ -53,7 +62,7 @@ async fn items_round_trip_exactly() {
 
 #[tokio::test]
 async fn conditional_puts_and_deletes() {
-    for (name, store) in backends().await {
+    for (name, store, _dir) in backends().await {
         let item = Item::new("P", "S", json!({"v": 1}));
         store.put(item.clone(), Condition::NotExists).await.unwrap();
         assert!(
@@ -119,7 +128,7 @@ async fn conditional_puts_and_deletes() {
 
 #[tokio::test]
 async fn optimistic_updates_lose_nothing_under_concurrency() {
-    for (name, store) in backends().await {
+    for (name, store, _dir) in backends().await {
         store
             .put(
                 Item::new("C", "C", json!({"value": 0})),
@@ -199,7 +208,7 @@ async fn walk(
 
 #[tokio::test]
 async fn queries_walk_a_prefix_in_order_with_cursors() {
-    for (name, store) in backends_with_page_size(Some(2)).await {
+    for (name, store, _dir) in backends_with_page_size(Some(2)).await {
         fill(store.as_ref(), "Q", 10).await;
         store
             .put(Item::new("Q", "OTHER#1", json!({})), Condition::None)
@@ -290,7 +299,7 @@ async fn queries_walk_a_prefix_in_order_with_cursors() {
 
 #[tokio::test]
 async fn cursors_are_opaque_and_bound_to_their_partition() {
-    for (name, store) in backends().await {
+    for (name, store, _dir) in backends().await {
         fill(store.as_ref(), "A", 4).await;
         fill(store.as_ref(), "B", 4).await;
         let page = store
@@ -349,7 +358,7 @@ async fn cursors_are_opaque_and_bound_to_their_partition() {
 
 #[tokio::test]
 async fn pagination_crosses_one_megabyte_pages() {
-    for (name, store) in backends().await {
+    for (name, store, _dir) in backends().await {
         // 30 items of ~100 KB: DynamoDB answers a full query in at least three 1 MB pages.
         let filler = "x".repeat(100_000);
         for chunk in (0..30).collect::<Vec<usize>>().chunks(10) {
@@ -385,7 +394,7 @@ async fn pagination_crosses_one_megabyte_pages() {
 
 #[tokio::test]
 async fn expired_items_are_invisible() {
-    for (name, store) in backends_with_page_size(Some(2)).await {
+    for (name, store, _dir) in backends_with_page_size(Some(2)).await {
         for i in 0..12 {
             let item = Item::new("T", format!("ITEM#{i:02}"), json!({"i": i}));
             // Two in three are expired, in runs that leave whole DynamoDB pages empty after filtering.
@@ -434,7 +443,7 @@ async fn expired_items_are_invisible() {
 
 #[tokio::test]
 async fn transactions_are_all_or_nothing() {
-    for (name, store) in backends().await {
+    for (name, store, _dir) in backends().await {
         store
             .put(Item::new("X", "TAKEN", json!({})), Condition::None)
             .await
@@ -525,4 +534,47 @@ async fn transactions_are_all_or_nothing() {
             "{name}"
         );
     }
+}
+
+/// Several processes (here: several independent stores on one file) share the SQLite store safely.
+#[tokio::test]
+async fn sqlite_files_are_shared_safely_between_openers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.sqlite");
+    let first = Arc::new(SqliteStore::open(&path).unwrap());
+    let second = Arc::new(SqliteStore::open(&path).unwrap());
+    first
+        .put(
+            Item::new("C", "C", json!({"value": 0})),
+            Condition::NotExists,
+        )
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for store in [first.clone(), second.clone(), first.clone(), second.clone()] {
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                loop {
+                    let result =
+                        store::update(store.as_ref(), "C", "C", |mut v: serde_json::Value| {
+                            v["value"] = json!(v["value"].as_i64().unwrap() + 1);
+                            Ok(v)
+                        })
+                        .await;
+                    match result {
+                        Ok(_) => break,
+                        // Bounded retries may give up under contention; the caller tries again.
+                        Err(StoreError::ConditionFailed) => continue,
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let item = second.get("C", "C").await.unwrap().unwrap();
+    assert_eq!(item.data["value"], 40);
+    assert_eq!(item.version, 41);
 }

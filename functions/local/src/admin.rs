@@ -56,6 +56,9 @@ pub enum AdminCommand {
         /// Comma-separated project ids the key is limited to.
         #[arg(long, value_delimiter = ',')]
         projects: Option<Vec<i64>>,
+        /// Comma-separated organization ids the key is limited to.
+        #[arg(long, value_delimiter = ',')]
+        organizations: Option<Vec<Uuid>>,
     },
 }
 
@@ -139,6 +142,7 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
             label,
             scopes,
             projects,
+            organizations,
         } => {
             let owner = match Uuid::parse_str(&user) {
                 Ok(uuid) => User::load(store, uuid).await?,
@@ -147,16 +151,23 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
             let Some(owner) = owner else {
                 bail!("no user {user}");
             };
-            let (key, secret) =
-                provisioning::create_key(store, owner.uuid, &label, scopes, projects)
-                    .await
-                    .context("cannot create the key")?;
+            let (key, secret) = provisioning::create_key(
+                store,
+                owner.uuid,
+                &label,
+                scopes,
+                projects,
+                organizations,
+            )
+            .await
+            .context("cannot create the key")?;
             json!({
                 "id": key.id,
                 "label": key.label,
                 "mask_value": key.mask_value,
                 "scopes": key.scopes,
                 "scoped_teams": key.scoped_teams,
+                "scoped_organizations": key.scoped_organizations,
                 "personal_api_key": secret,
             })
         }

@@ -324,16 +324,7 @@ impl Store for DynamoStore {
                 _ => break,
             }
         }
-        let mut cursor = None;
-        if let Some(limit) = options.limit
-            && items.len() > limit
-        {
-            items.truncate(limit);
-            cursor = items
-                .last()
-                .map(|item| Cursor::after(item, options.index).encode());
-        }
-        Ok(Page { items, cursor })
+        Ok(Page::from_overfetched(items, &options))
     }
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {

@@ -143,6 +143,23 @@ pub struct Page {
     pub cursor: Option<String>,
 }
 
+impl Page {
+    /// A page from up to `limit + 1` items in order: the extra one only says that more exist,
+    /// so a cursor is handed out exactly when another page has items.
+    pub(crate) fn from_overfetched(mut items: Vec<Item>, options: &QueryOptions) -> Self {
+        let mut cursor = None;
+        if let Some(limit) = options.limit
+            && items.len() > limit
+        {
+            items.truncate(limit);
+            cursor = items
+                .last()
+                .map(|item| Cursor::after(item, options.index).encode());
+        }
+        Self { items, cursor }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("condition failed")]

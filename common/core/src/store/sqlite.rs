@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp, now_unix,
@@ -30,9 +30,15 @@ CREATE INDEX IF NOT EXISTS items_gsi1 ON items (gsi1pk, gsi1sk, pk, sk) WHERE gs
 /// Above every character a key can hold, so `prefix || MAX_CHAR` bounds a prefix range.
 const MAX_CHAR: char = '\u{10FFFF}';
 
+/// Read connections per store: reads run inline on the async worker threads (a WAL read never
+/// waits for writers), so a few connections keep every worker busy without thread hand-offs.
+const READERS: usize = 4;
+
 #[derive(Clone)]
 pub struct SqliteStore {
-    connection: Arc<Mutex<Connection>>,
+    writer: Arc<Mutex<Connection>>,
+    /// Empty for in-memory stores, whose one connection is the whole database.
+    readers: Arc<Vec<Mutex<Connection>>>,
 }
 
 impl SqliteStore {
@@ -40,48 +46,86 @@ impl SqliteStore {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(backend)?;
         }
-        let connection = Connection::open(path).map_err(backend)?;
-        Self::init(connection)
+        let writer = configure(Connection::open(path).map_err(backend)?)?;
+        writer.execute_batch(SCHEMA).map_err(backend)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                let reader = Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(backend)?;
+                reader
+                    .busy_timeout(Duration::from_secs(10))
+                    .map_err(backend)?;
+                Ok(Mutex::new(reader))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Self {
+            writer: Arc::new(Mutex::new(writer)),
+            readers: Arc::new(readers),
+        })
     }
 
     /// A private in-memory store, for tests and benchmarks.
     pub fn in_memory() -> Result<Self, StoreError> {
-        Self::init(Connection::open_in_memory().map_err(backend)?)
-    }
-
-    fn init(connection: Connection) -> Result<Self, StoreError> {
-        // Other processes may hold the write lock briefly; wait rather than fail.
-        connection
-            .busy_timeout(Duration::from_secs(10))
-            .map_err(backend)?;
-        connection
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(backend)?;
-        connection
-            .pragma_update(None, "synchronous", "NORMAL")
-            .map_err(backend)?;
+        let connection = configure(Connection::open_in_memory().map_err(backend)?)?;
         connection.execute_batch(SCHEMA).map_err(backend)?;
         Ok(Self {
-            connection: Arc::new(Mutex::new(connection)),
+            writer: Arc::new(Mutex::new(connection)),
+            readers: Arc::new(Vec::new()),
         })
     }
 
-    /// Runs blocking SQLite work off the async executor.
-    async fn with<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// Runs writes off the async executor: they may wait for another process's lock.
+    async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let connection = self.connection.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = connection
-                .lock()
-                .map_err(|_| StoreError::Backend("sqlite connection poisoned".into()))?;
-            work(&mut guard)
-        })
-        .await
-        .map_err(backend)?
+        let connection = self.writer.clone();
+        tokio::task::spawn_blocking(move || work(&mut *lock(&connection)?))
+            .await
+            .map_err(backend)?
     }
+
+    /// Runs a read inline on a free read connection (or waits for the first one).
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if self.readers.is_empty() {
+            return work(&*lock(&self.writer)?);
+        }
+        for reader in self.readers.iter() {
+            if let Ok(connection) = reader.try_lock() {
+                return work(&connection);
+            }
+        }
+        work(&*lock(&self.readers[0])?)
+    }
+}
+
+fn configure(connection: Connection) -> Result<Connection, StoreError> {
+    // Other processes may hold the write lock briefly; wait rather than fail.
+    connection
+        .busy_timeout(Duration::from_secs(10))
+        .map_err(backend)?;
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
+        .map_err(backend)?;
+    connection
+        .pragma_update(None, "synchronous", "NORMAL")
+        .map_err(backend)?;
+    Ok(connection)
+}
+
+fn lock(
+    connection: &Mutex<Connection>,
+) -> Result<std::sync::MutexGuard<'_, Connection>, StoreError> {
+    connection
+        .lock()
+        .map_err(|_| StoreError::Backend("sqlite connection poisoned".into()))
 }
 
 fn backend(error: impl std::fmt::Display) -> StoreError {
@@ -198,13 +242,11 @@ fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError>
 #[async_trait]
 impl Store for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        let (pk, sk) = (pk.to_owned(), sk.to_owned());
-        self.with(move |connection| get_live(connection, &pk, &sk))
-            .await
+        self.read(|connection| get_live(connection, pk, sk))
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
-        self.with(move |connection| apply(connection, &[WriteOp::Put { item, condition }]))
+        self.write(move |connection| apply(connection, &[WriteOp::Put { item, condition }]))
             .await
     }
 
@@ -214,18 +256,16 @@ impl Store for SqliteStore {
             sk: sk.to_owned(),
             condition,
         };
-        self.with(move |connection| apply(connection, &[op])).await
+        self.write(move |connection| apply(connection, &[op])).await
     }
 
     async fn query(&self, partition: &str, options: QueryOptions) -> Result<Page, StoreError> {
-        let partition = partition.to_owned();
-        self.with(move |connection| query_page(connection, &partition, &options))
-            .await
+        self.read(|connection| query_page(connection, partition, &options))
     }
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         validate_transaction(&ops)?;
-        self.with(move |connection| apply(connection, &ops)).await
+        self.write(move |connection| apply(connection, &ops)).await
     }
 }
 
@@ -288,14 +328,5 @@ fn query_page(
     for row in rows {
         items.push(decode(row.map_err(backend)?)?);
     }
-    let mut cursor = None;
-    if let Some(limit) = options.limit
-        && items.len() > limit
-    {
-        items.truncate(limit);
-        cursor = items
-            .last()
-            .map(|item| Cursor::after(item, options.index).encode());
-    }
-    Ok(Page { items, cursor })
+    Ok(Page::from_overfetched(items, options))
 }
