@@ -10,7 +10,18 @@ pub enum Backend {
     Dynamodb,
 }
 
-#[derive(Debug, Clone)]
+/// Where outgoing mail goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailerKind {
+    /// `.eml` files under `<data dir>/outbox/`.
+    Outbox,
+    /// Amazon SES.
+    Ses,
+    /// Nowhere: sending fails (functions that never mail).
+    None,
+}
+
+#[derive(Clone)]
 pub struct Config {
     pub backend: Backend,
     /// Holds `store.sqlite` and `objects/` on the embedded backend.
@@ -22,6 +33,28 @@ pub struct Config {
     pub aws_region: String,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Base64 master key for secrets at rest; embedded, generated into the data dir when unset.
+    pub secret_key: Option<String>,
+    pub mailer: MailerKind,
+    /// The sender of every message (an SES-verified identity in the cloud).
+    pub mail_from: String,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("backend", &self.backend)
+            .field("data_dir", &self.data_dir)
+            .field("table_name", &self.table_name)
+            .field("bucket_name", &self.bucket_name)
+            .field("aws_endpoint_url", &self.aws_endpoint_url)
+            .field("aws_region", &self.aws_region)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("secret_key", &self.secret_key.as_ref().map(|_| "<set>"))
+            .field("mailer", &self.mailer)
+            .field("mail_from", &self.mail_from)
+            .finish()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +90,27 @@ impl Config {
                 ))
             })?,
         };
+        let mailer = match get("ANALYTICS_MAILER")
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+        {
+            None if backend == Backend::Sqlite => MailerKind::Outbox,
+            None => MailerKind::Ses,
+            Some(value) if value == "outbox" => MailerKind::Outbox,
+            Some(value) if value == "ses" => MailerKind::Ses,
+            Some(value) if value == "none" => MailerKind::None,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "ANALYTICS_MAILER must be `outbox`, `ses` or `none`, not `{other}`"
+                )));
+            }
+        };
         Ok(Self {
             backend,
+            secret_key: get("ANALYTICS_SECRET_KEY"),
+            mailer,
+            mail_from: get("ANALYTICS_MAIL_FROM")
+                .unwrap_or_else(|| "Analytics <no-reply@localhost>".into()),
             data_dir: PathBuf::from(
                 get("ANALYTICS_DATA_DIR").unwrap_or_else(|| ".analytics".into()),
             ),
@@ -78,6 +130,14 @@ impl Config {
 
     pub fn objects_dir(&self) -> PathBuf {
         self.data_dir.join("objects")
+    }
+
+    pub fn outbox_dir(&self) -> PathBuf {
+        self.data_dir.join("outbox")
+    }
+
+    pub fn secret_key_path(&self) -> PathBuf {
+        self.data_dir.join("secret.key")
     }
 }
 
@@ -107,6 +167,7 @@ mod tests {
             PathBuf::from(".analytics/store.sqlite")
         );
         assert!(config.aws_endpoint_url.is_none());
+        assert_eq!(config.mailer, MailerKind::Outbox);
     }
 
     #[test]
@@ -119,6 +180,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(config.backend, Backend::Dynamodb);
+        assert_eq!(config.mailer, MailerKind::Ses);
         assert_eq!(config.table_name, "t");
         assert_eq!(config.bucket_name, "b");
         assert_eq!(
@@ -131,5 +193,6 @@ mod tests {
     fn refuses_an_unknown_backend() {
         assert!(config(&[("ANALYTICS_BACKEND", "postgres")]).is_err());
         assert!(config(&[("ANALYTICS_MAX_BODY_BYTES", "lots")]).is_err());
+        assert!(config(&[("ANALYTICS_MAILER", "pigeon")]).is_err());
     }
 }

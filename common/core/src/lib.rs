@@ -5,14 +5,17 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod lambda;
+pub mod mailer;
 pub mod models;
 pub mod objects;
 pub mod pagination;
 pub mod provisioning;
+pub mod secrets;
 pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod testing;
+pub mod throttle;
 
 pub use auth::Authenticated;
 pub use error::{ApiError, ApiResult};

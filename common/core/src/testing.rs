@@ -130,10 +130,24 @@ impl TestState {
         let endpoint = emulator_endpoint()?;
         let mut config = emulator_config(&endpoint);
         config.table_name = store.table().to_owned();
+        // Mail still lands in a local outbox, where tests read it.
+        let dir = tempfile::tempdir().expect("temp dir");
+        config.data_dir = dir.path().to_owned();
+        config.mailer = crate::config::MailerKind::Outbox;
+        let mailer = Arc::new(crate::mailer::OutboxMailer::new(
+            &config.outbox_dir(),
+            &config.mail_from,
+        ));
         Some(Self {
-            state: AppState::new(config, Arc::new(store), objects),
+            state: AppState {
+                config: Arc::new(config),
+                store: Arc::new(store),
+                objects,
+                secrets: Arc::new(crate::secrets::Secrets::random()),
+                mailer,
+            },
             backend: TestBackend::Cloud,
-            _dir: None,
+            _dir: Some(dir),
         })
     }
 
@@ -142,6 +156,26 @@ impl TestState {
         let mut states = vec![Self::embedded().await];
         states.extend(Self::cloud().await);
         states
+    }
+}
+
+impl TestState {
+    /// The messages in this state's outbox, oldest first, as text.
+    pub fn outbox(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.state.config.outbox_dir()) else {
+            return Vec::new();
+        };
+        let mut files: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "eml"))
+            .collect();
+        // uuidv7 names sort by creation time.
+        files.sort();
+        files
+            .iter()
+            .map(|path| std::fs::read_to_string(path).expect("readable outbox message"))
+            .collect()
     }
 }
 

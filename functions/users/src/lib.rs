@@ -1,17 +1,57 @@
-//! Route family `users`: the caller (`/api/users/:uuid/`) and their projects (`/api/projects/`).
+//! Route family `users`: the caller (`/api/users/...`: payload, two-factor, e-mail verification)
+//! and their projects (`/api/projects/`).
 
+mod email;
 mod payload;
 mod projects;
+mod two_factor;
 mod users;
 
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{get, patch, post};
 use common::AppState;
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/users/{uuid}", get(users::retrieve))
+        .route(
+            "/api/users/{uuid}",
+            get(users::retrieve).patch(users::update),
+        )
+        .route(
+            "/api/users/{uuid}/two_factor_start_setup",
+            get(two_factor::start_setup),
+        )
+        .route(
+            "/api/users/{uuid}/start_2fa_setup",
+            get(two_factor::start_setup),
+        )
+        .route(
+            "/api/users/{uuid}/two_factor_validate",
+            post(two_factor::validate),
+        )
+        .route("/api/users/{uuid}/validate_2fa", post(two_factor::validate))
+        .route(
+            "/api/users/{uuid}/two_factor_status",
+            get(two_factor::status),
+        )
+        .route(
+            "/api/users/{uuid}/two_factor_backup_codes",
+            post(two_factor::regenerate_backup_codes),
+        )
+        .route(
+            "/api/users/{uuid}/two_factor_disable",
+            post(two_factor::disable),
+        )
+        .route(
+            "/api/users/request_email_verification",
+            post(email::request_verification),
+        )
+        .route("/api/users/verify_email", post(email::verify))
+        .route(
+            "/api/users/cancel_email_change_request",
+            patch(email::cancel_change),
+        )
         .route("/api/projects", get(projects::list))
         .route(
             "/api/projects/{project_id}",

@@ -43,6 +43,7 @@ pub fn user(
     team: Option<&Project>,
     organization: Option<&Organization>,
     organizations: &[Organization],
+    two_factor_enabled: bool,
 ) -> Value {
     json!({
         "uuid": user.uuid,
@@ -59,7 +60,7 @@ pub fn user(
         "has_password": user.password_hash.is_some(),
         "is_staff": user.is_staff,
         "is_impersonated": false,
-        "is_2fa_enabled": false,
+        "is_2fa_enabled": two_factor_enabled,
         "has_social_auth": false,
         "events_column_config": user.events_column_config,
         "has_seen_product_intro_for": user.has_seen_product_intro_for,

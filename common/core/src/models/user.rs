@@ -163,6 +163,58 @@ impl User {
         .await
     }
 
+    /// Makes `new_email` the user's address, moving the uniqueness claim in the same transaction.
+    /// `Ok(None)` when another account holds the address.
+    pub async fn change_email(
+        store: &dyn Store,
+        uuid: Uuid,
+        new_email: &str,
+        mut change: impl FnMut(&mut User),
+    ) -> Result<Option<Self>, StoreError> {
+        for _ in 0..8 {
+            let Some(current) = store.get(&Self::pk(uuid), "USER").await? else {
+                return Err(StoreError::ConditionFailed);
+            };
+            let mut user: User = current.parse()?;
+            let old_email = std::mem::replace(&mut user.email, new_email.to_owned());
+            change(&mut user);
+            let mut item = Item::of(Self::pk(uuid), "USER", &user)?;
+            item.version = current.version + 1;
+            let mut ops = vec![WriteOp::Put {
+                item,
+                condition: Condition::VersionEquals(current.version),
+            }];
+            if Self::email_pk(&old_email) != Self::email_pk(new_email) {
+                ops.push(WriteOp::Put {
+                    item: Item::new(
+                        Self::email_pk(new_email),
+                        "EMAIL",
+                        serde_json::json!({ "user_uuid": uuid }),
+                    ),
+                    condition: Condition::NotExists,
+                });
+                ops.push(WriteOp::Delete {
+                    pk: Self::email_pk(&old_email),
+                    sk: "EMAIL".into(),
+                    condition: Condition::None,
+                });
+            }
+            match store.transact_write(ops).await {
+                Ok(()) => return Ok(Some(user)),
+                Err(StoreError::ConditionFailed) => {
+                    if let Some(holder) = Self::by_email(store, new_email).await?
+                        && holder.uuid != uuid
+                    {
+                        return Ok(None);
+                    }
+                    // The user changed under us: read again.
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Err(StoreError::ConditionFailed)
+    }
+
     pub fn verify_password(&self, password: &str) -> bool {
         let Some(hash) = &self.password_hash else {
             return false;
