@@ -11,6 +11,7 @@ pub mod objects;
 pub mod pagination;
 pub mod provisioning;
 pub mod secrets;
+pub mod staging;
 pub mod state;
 pub mod store;
 pub mod telemetry;

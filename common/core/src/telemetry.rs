@@ -2,8 +2,12 @@
 
 use tracing_subscriber::EnvFilter;
 
+/// Our own logs at info; the Delta libraries narrate every snapshot at info, so only their warnings.
+const DEFAULT_FILTER: &str =
+    "info,buoyant_kernel=warn,buoyant_kernel_engine=warn,deltalake_core=warn";
+
 fn filter() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER))
 }
 
 pub fn init_json() {

@@ -1,4 +1,4 @@
-//! The `analytics` binary: every route family in one process, plus admin, bench and (later) import.
+//! The `analytics` binary: every route family in one process, the embedded committer, admin, bench.
 
 pub mod admin;
 pub mod bench;
@@ -11,7 +11,7 @@ use common::http::App;
 
 /// Every family's routes, as `analytics serve` mounts them.
 pub fn routes() -> Router<AppState> {
-    users::router()
+    users::router().merge(capture::router())
 }
 
 pub fn app(state: AppState) -> App {

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use axum::extract::Request;
@@ -48,8 +49,13 @@ pub async fn run(bind: SocketAddr, data_dir: PathBuf) -> anyhow::Result<()> {
     serve_on(listener, state).await
 }
 
-/// Serves the app on a bound listener until Ctrl-C.
+/// How often the embedded committer looks for staged events (queryable within about this long).
+const COMMIT_EVERY: Duration = Duration::from_millis(500);
+
+/// Serves the app on a bound listener until Ctrl-C, with the committer running beside it
+/// (it also picks up whatever an earlier run left staged).
 pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<()> {
+    let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY));
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
     axum::serve(listener, service)
@@ -57,5 +63,7 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .context("server stopped")
+        .context("server stopped")?;
+    committer.abort();
+    Ok(())
 }

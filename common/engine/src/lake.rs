@@ -1,0 +1,231 @@
+//! Where each project's events table lives, its schema, and opening or creating it.
+//! Embedded, tables are plain folders under `<data dir>/objects/lake/`; in the cloud they are
+//! S3 prefixes reached through the same object store the rest of the service uses.
+
+use std::sync::{Arc, Once};
+
+use common::AppState;
+use common::config::Backend;
+use deltalake_core::arrow::datatypes::{DataType as ArrowType, Field, Schema, TimeUnit};
+use deltalake_core::kernel::{DataType, StructField};
+use deltalake_core::logstore::{
+    LogStore, LogStoreFactory, ObjectStoreRef, StorageConfig, default_logstore, logstore_factories,
+};
+use deltalake_core::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
+use url::Url;
+
+pub const PARTITION_COLUMN: &str = "date";
+
+/// The table's columns, in order: name, Delta type, nullable.
+fn columns() -> Vec<(&'static str, DataType, bool)> {
+    vec![
+        ("uuid", DataType::STRING, false),
+        ("event", DataType::STRING, false),
+        ("distinct_id", DataType::STRING, false),
+        ("person_id", DataType::STRING, true),
+        ("person_properties", DataType::STRING, true),
+        ("timestamp", DataType::TIMESTAMP, false),
+        ("created_at", DataType::TIMESTAMP, false),
+        ("properties", DataType::STRING, false),
+        ("$session_id", DataType::STRING, true),
+        ("elements_chain", DataType::STRING, true),
+        (PARTITION_COLUMN, DataType::DATE, false),
+    ]
+}
+
+/// The Arrow schema batches are built with (Delta TIMESTAMP is microseconds in UTC).
+pub fn arrow_schema() -> Arc<Schema> {
+    let fields: Vec<Field> = columns()
+        .into_iter()
+        .map(|(name, kind, nullable)| {
+            let arrow = if kind == DataType::TIMESTAMP {
+                ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+            } else if kind == DataType::DATE {
+                ArrowType::Date32
+            } else {
+                ArrowType::Utf8
+            };
+            Field::new(name, arrow, nullable)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// The object-store path of a project's table, relative to the store root.
+pub fn table_path(team_id: i64) -> String {
+    format!("lake/team_id={team_id}/events")
+}
+
+/// Delta's default log store (atomic create-if-absent commits), for S3 and S3-compatible stores,
+/// which support conditional puts.
+#[derive(Debug, Default)]
+struct ConditionalPutLogStores;
+
+impl LogStoreFactory for ConditionalPutLogStores {
+    fn with_options(
+        &self,
+        prefixed_store: ObjectStoreRef,
+        root_store: ObjectStoreRef,
+        location: &Url,
+        options: &StorageConfig,
+    ) -> DeltaResult<Arc<dyn LogStore>> {
+        Ok(default_logstore(
+            prefixed_store,
+            root_store,
+            location,
+            options,
+        ))
+    }
+}
+
+fn register_s3() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        if let Ok(url) = Url::parse("s3://") {
+            logstore_factories().insert(url, Arc::new(ConditionalPutLogStores));
+        }
+    });
+}
+
+/// An unloaded handle on a project's table.
+pub fn table_handle(state: &AppState, team_id: i64) -> DeltaResult<DeltaTable> {
+    let path = table_path(team_id);
+    match state.config.backend {
+        Backend::Sqlite => {
+            let folder = state.config.objects_dir().join(&path);
+            std::fs::create_dir_all(&folder)
+                .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+            let absolute = std::fs::canonicalize(&folder)
+                .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+            let url = Url::from_directory_path(&absolute).map_err(|_| {
+                DeltaTableError::InvalidTableLocation(absolute.display().to_string())
+            })?;
+            DeltaTableBuilder::from_url(url)?.build()
+        }
+        Backend::Dynamodb => {
+            register_s3();
+            let url = Url::parse(&format!("s3://{}/{path}", state.config.bucket_name))
+                .map_err(|_| DeltaTableError::InvalidTableLocation(path.clone()))?;
+            DeltaTableBuilder::from_url(url.clone())?
+                .with_storage_backend(state.objects.clone(), url)
+                .build()
+        }
+    }
+}
+
+/// The project's table, created on first use.
+pub async fn open_or_create(state: &AppState, team_id: i64) -> DeltaResult<DeltaTable> {
+    let mut table = table_handle(state, team_id)?;
+    match table.load().await {
+        Ok(()) => return Ok(table),
+        Err(DeltaTableError::NotATable(_)) => {}
+        Err(other) => return Err(other),
+    }
+    let fields: Vec<StructField> = columns()
+        .into_iter()
+        .map(|(name, kind, nullable)| StructField::new(name, kind, nullable))
+        .collect();
+    let created = table
+        .create()
+        .with_table_name(format!("events_team_{team_id}"))
+        .with_columns(fields)
+        .with_partition_columns([PARTITION_COLUMN])
+        // Idempotency markers (one per staged batch) need not outlive a week of retries.
+        .with_configuration_property(
+            TableProperty::SetTransactionRetentionDuration,
+            Some("interval 7 days"),
+        )
+        .await;
+    match created {
+        Ok(table) => Ok(table),
+        // Another committer created it first.
+        Err(_) => {
+            let mut table = table_handle(state, team_id)?;
+            table.load().await?;
+            Ok(table)
+        }
+    }
+}
+
+/// One row of a project's events table, as a full scan reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub uuid: String,
+    pub event: String,
+    pub distinct_id: String,
+    pub person_id: Option<String>,
+    pub person_properties: Option<String>,
+    pub timestamp_micros: i64,
+    pub properties: String,
+    pub session_id: Option<String>,
+}
+
+/// Reads every live row of a project's table (the files of its current snapshot). A plain
+/// scan for tests and tools; queries go through the query engine.
+pub async fn scan(state: &AppState, team_id: i64) -> DeltaResult<Vec<EventRow>> {
+    use deltalake_core::arrow::array::{Array, StringArray, TimestampMicrosecondArray};
+    use deltalake_core::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use object_store::ObjectStoreExt;
+
+    let mut table = table_handle(state, team_id)?;
+    match table.load().await {
+        Ok(()) => {}
+        Err(DeltaTableError::NotATable(_)) => return Ok(Vec::new()),
+        Err(other) => return Err(other),
+    }
+    let root = table_path(team_id);
+    let mut rows = Vec::new();
+    let uris: Vec<String> = table.get_file_uris()?.collect();
+    for uri in uris {
+        let relative = uri
+            .split_once(&format!("{root}/"))
+            .map(|(_, rest)| rest.to_owned())
+            .ok_or_else(|| DeltaTableError::Generic(format!("file {uri} outside {root}")))?;
+        let path = object_store::path::Path::from(format!("{root}/{relative}"));
+        let bytes = state.objects.get(&path).await?.bytes().await?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
+        for batch in reader {
+            let batch = batch?;
+            let text = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                    .cloned()
+            };
+            let column = |name: &str| {
+                text(name).ok_or_else(|| DeltaTableError::Generic(format!("no column {name}")))
+            };
+            let (uuid, event, distinct_id, properties) = (
+                column("uuid")?,
+                column("event")?,
+                column("distinct_id")?,
+                column("properties")?,
+            );
+            let (person_id, person_properties, session_id) = (
+                column("person_id")?,
+                column("person_properties")?,
+                column("$session_id")?,
+            );
+            let timestamp = batch
+                .column_by_name("timestamp")
+                .and_then(|c| c.as_any().downcast_ref::<TimestampMicrosecondArray>())
+                .ok_or_else(|| DeltaTableError::Generic("no column timestamp".into()))?;
+            let optional = |array: &StringArray, i: usize| {
+                (!array.is_null(i)).then(|| array.value(i).to_owned())
+            };
+            for i in 0..batch.num_rows() {
+                rows.push(EventRow {
+                    uuid: uuid.value(i).to_owned(),
+                    event: event.value(i).to_owned(),
+                    distinct_id: distinct_id.value(i).to_owned(),
+                    person_id: optional(&person_id, i),
+                    person_properties: optional(&person_properties, i),
+                    timestamp_micros: timestamp.value(i),
+                    properties: properties.value(i).to_owned(),
+                    session_id: optional(&session_id, i),
+                });
+            }
+        }
+    }
+    Ok(rows)
+}

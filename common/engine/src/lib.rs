@@ -1,0 +1,8 @@
+//! The events lake: one Delta Lake table per project, persons, and the committer that moves
+//! staged capture batches into the tables exactly once.
+
+pub mod committer;
+pub mod lake;
+pub mod persons;
+
+pub use committer::{CommitReport, commit_all, commit_team, run_committer};

@@ -1,0 +1,364 @@
+//! Persons: distinct ids resolve to a person, `$identify` / `$create_alias` join or merge them,
+//! `$set` / `$set_once` / `$unset` maintain their properties. Kept in the Store with conditional
+//! writes, so concurrent committers stay consistent; person ids are derived from the first
+//! distinct id (UUIDv5), so a retried batch resolves to the same people.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use common::store::{self, Condition, Index, Item, QueryOptions, Store, StoreError, WriteOp};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+/// Namespace for person ids (UUIDv5 of `<team>:<distinct id>`).
+const PERSON_NAMESPACE: Uuid = Uuid::from_u128(0x6a1c_4bd2_3f0e_4c55_9a57_8d1e_2b3c_4d5e);
+const ATTEMPTS: usize = 8;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Person {
+    pub uuid: Uuid,
+    pub team_id: i64,
+    pub properties: Map<String, Value>,
+    pub is_identified: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DistinctId {
+    distinct_id: String,
+    person: Uuid,
+}
+
+fn person_pk(team_id: i64, uuid: Uuid) -> String {
+    format!("PERSON#{team_id}#{uuid}")
+}
+
+fn distinct_pk(team_id: i64, distinct_id: &str) -> String {
+    format!("DISTINCT#{team_id}#{distinct_id}")
+}
+
+fn ids_of(team_id: i64, person: Uuid) -> String {
+    format!("PDIDS#{team_id}#{person}")
+}
+
+/// Every person of a project is listed on GSI1 under this key.
+pub fn persons_index(team_id: i64) -> String {
+    format!("PERSONS#{team_id}")
+}
+
+fn person_item(person: &Person) -> Result<Item, StoreError> {
+    Ok(
+        Item::of(person_pk(person.team_id, person.uuid), "PERSON", person)?
+            .with_gsi1(persons_index(person.team_id), person.uuid.to_string()),
+    )
+}
+
+fn link_item(team_id: i64, distinct_id: &str, person: Uuid) -> Result<Item, StoreError> {
+    let link = DistinctId {
+        distinct_id: distinct_id.to_owned(),
+        person,
+    };
+    Ok(
+        Item::of(distinct_pk(team_id, distinct_id), "DISTINCT", &link)?
+            .with_gsi1(ids_of(team_id, person), distinct_id.to_owned()),
+    )
+}
+
+/// Resolves and updates the persons of one project while a batch is committed.
+pub struct Persons<'a> {
+    store: &'a dyn Store,
+    team_id: i64,
+    links: HashMap<String, Uuid>,
+    /// Properties as last read or written in this batch; most events change nothing.
+    snapshots: HashMap<Uuid, Map<String, Value>>,
+}
+
+/// The person an event belongs to, and their properties once the event applied.
+pub struct Resolved {
+    pub person: Uuid,
+    pub properties: Map<String, Value>,
+}
+
+impl<'a> Persons<'a> {
+    pub fn new(store: &'a dyn Store, team_id: i64) -> Self {
+        Self {
+            store,
+            team_id,
+            links: HashMap::new(),
+            snapshots: HashMap::new(),
+        }
+    }
+
+    async fn lookup(&mut self, distinct_id: &str) -> Result<Option<Uuid>, StoreError> {
+        if let Some(person) = self.links.get(distinct_id) {
+            return Ok(Some(*person));
+        }
+        let found = self
+            .store
+            .get(&distinct_pk(self.team_id, distinct_id), "DISTINCT")
+            .await?
+            .map(|item| item.parse::<DistinctId>())
+            .transpose()?
+            .map(|link| link.person);
+        if let Some(person) = found {
+            self.links.insert(distinct_id.to_owned(), person);
+        }
+        Ok(found)
+    }
+
+    pub async fn load(&self, person: Uuid) -> Result<Option<Person>, StoreError> {
+        self.store
+            .get(&person_pk(self.team_id, person), "PERSON")
+            .await?
+            .map(|item| item.parse())
+            .transpose()
+    }
+
+    /// Links `distinct_id` to `person` unless it is linked already; returns its person either way.
+    async fn link(&mut self, distinct_id: &str, person: Uuid) -> Result<Uuid, StoreError> {
+        let item = link_item(self.team_id, distinct_id, person)?;
+        match self.store.put(item, Condition::NotExists).await {
+            Ok(()) => {
+                self.links.insert(distinct_id.to_owned(), person);
+                Ok(person)
+            }
+            Err(StoreError::ConditionFailed) => self
+                .lookup(distinct_id)
+                .await?
+                .ok_or(StoreError::ConditionFailed),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The person of `distinct_id`, created (with the link) when there is none.
+    async fn person_for(
+        &mut self,
+        distinct_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Uuid, StoreError> {
+        for _ in 0..ATTEMPTS {
+            if let Some(person) = self.lookup(distinct_id).await? {
+                return Ok(person);
+            }
+            let uuid = Uuid::new_v5(
+                &PERSON_NAMESPACE,
+                format!("{}:{distinct_id}", self.team_id).as_bytes(),
+            );
+            let person = Person {
+                uuid,
+                team_id: self.team_id,
+                properties: Map::new(),
+                is_identified: false,
+                created_at: at,
+            };
+            let ops = vec![
+                // A retried batch may find the person already made: overwriting an equal one is harmless,
+                // and the link's condition decides who wins a race.
+                WriteOp::Put {
+                    item: person_item(&person)?,
+                    condition: Condition::NotExists,
+                },
+                WriteOp::Put {
+                    item: link_item(self.team_id, distinct_id, uuid)?,
+                    condition: Condition::NotExists,
+                },
+            ];
+            match self.store.transact_write(ops).await {
+                Ok(()) => {
+                    self.links.insert(distinct_id.to_owned(), uuid);
+                    return Ok(uuid);
+                }
+                Err(StoreError::ConditionFailed) => {
+                    // Either the link exists now (use it) or the person does without its link.
+                    if self.load(uuid).await?.is_some() && self.lookup(distinct_id).await?.is_none()
+                    {
+                        return self.link(distinct_id, uuid).await;
+                    }
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Err(StoreError::ConditionFailed)
+    }
+
+    /// Moves every distinct id of `from` to `into`, merges properties (`into` wins), drops `from`.
+    async fn merge(&mut self, from: Uuid, into: Uuid) -> Result<(), StoreError> {
+        let Some(source) = self.load(from).await? else {
+            return Ok(());
+        };
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(
+                    &ids_of(self.team_id, from),
+                    QueryOptions {
+                        index: Index::Gsi1,
+                        limit: Some(100),
+                        cursor: cursor.take(),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            for item in &page.items {
+                let link: DistinctId = item.parse()?;
+                self.store
+                    .put(
+                        link_item(self.team_id, &link.distinct_id, into)?,
+                        Condition::None,
+                    )
+                    .await?;
+                self.links.insert(link.distinct_id, into);
+            }
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        store::update(
+            self.store,
+            &person_pk(self.team_id, into),
+            "PERSON",
+            |mut target: Person| {
+                for (key, value) in &source.properties {
+                    target
+                        .properties
+                        .entry(key.clone())
+                        .or_insert_with(|| value.clone());
+                }
+                target.is_identified = true;
+                target.created_at = target.created_at.min(source.created_at);
+                Ok(target)
+            },
+        )
+        .await?;
+        self.snapshots.remove(&from);
+        self.snapshots.remove(&into);
+        self.store
+            .delete(&person_pk(self.team_id, from), "PERSON", Condition::None)
+            .await
+    }
+
+    /// `$identify` (`merge_identified` false) and `$create_alias` (true) join two distinct ids.
+    async fn join(
+        &mut self,
+        distinct_id: &str,
+        other: &str,
+        merge_identified: bool,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let (own, theirs) = (self.lookup(distinct_id).await?, self.lookup(other).await?);
+        match (own, theirs) {
+            (None, None) => {
+                let person = self.person_for(distinct_id, at).await?;
+                self.link(other, person).await?;
+            }
+            (None, Some(person)) => {
+                self.link(distinct_id, person).await?;
+            }
+            (Some(person), None) => {
+                self.link(other, person).await?;
+            }
+            (Some(person), Some(theirs)) if person != theirs => {
+                let mergeable =
+                    merge_identified || self.load(theirs).await?.is_some_and(|p| !p.is_identified);
+                if mergeable {
+                    self.merge(theirs, person).await?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Applies one event: joins, identification and property updates; returns the snapshot.
+    pub async fn apply(
+        &mut self,
+        event: &str,
+        distinct_id: &str,
+        properties: &Map<String, Value>,
+        at: DateTime<Utc>,
+    ) -> Result<Resolved, StoreError> {
+        let text = |key: &str| {
+            properties
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        let identify = event == "$identify";
+        match event {
+            "$identify" => {
+                if let Some(anonymous) = text("$anon_distinct_id").filter(|a| *a != distinct_id) {
+                    self.join(distinct_id, anonymous, false, at).await?;
+                }
+            }
+            "$create_alias" => {
+                if let Some(alias) = text("alias").filter(|a| *a != distinct_id) {
+                    self.join(distinct_id, alias, true, at).await?;
+                }
+            }
+            _ => {}
+        }
+        let person = self.person_for(distinct_id, at).await?;
+        let set = properties.get("$set").and_then(Value::as_object);
+        let set_once = properties.get("$set_once").and_then(Value::as_object);
+        let unset: Vec<String> = match properties.get("$unset") {
+            Some(Value::Array(keys)) => keys
+                .iter()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect(),
+            Some(Value::Object(keys)) => keys.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let changes = identify || set.is_some() || set_once.is_some() || !unset.is_empty();
+        let properties = if changes {
+            store::update(
+                self.store,
+                &person_pk(self.team_id, person),
+                "PERSON",
+                |mut p: Person| {
+                    if let Some(values) = set {
+                        p.properties.extend(values.clone());
+                    }
+                    if let Some(values) = set_once {
+                        for (key, value) in values {
+                            p.properties
+                                .entry(key.clone())
+                                .or_insert_with(|| value.clone());
+                        }
+                    }
+                    for key in &unset {
+                        p.properties.remove(key);
+                    }
+                    p.is_identified |= identify;
+                    Ok(p)
+                },
+            )
+            .await?
+            .properties
+        } else if let Some(cached) = self.snapshots.get(&person) {
+            cached.clone()
+        } else {
+            self.load(person)
+                .await?
+                .ok_or(StoreError::ConditionFailed)?
+                .properties
+        };
+        self.snapshots.insert(person, properties.clone());
+        Ok(Resolved { person, properties })
+    }
+}
+
+/// The person a distinct id belongs to, if any (for tests and the query engine).
+pub async fn person_of(
+    store: &dyn Store,
+    team_id: i64,
+    distinct_id: &str,
+) -> Result<Option<Person>, StoreError> {
+    let mut persons = Persons::new(store, team_id);
+    match persons.lookup(distinct_id).await? {
+        Some(uuid) => persons.load(uuid).await,
+        None => Ok(None),
+    }
+}

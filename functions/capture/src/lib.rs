@@ -1,0 +1,40 @@
+//! Route family `capture`: what PostHog's SDKs send (`/e/`, `/i/v0/e/`, `/capture/`, `/batch/`,
+//! `/track/`), validated whole, staged durably, then answered `{"status": 1}`.
+
+mod body;
+mod events;
+mod tokens;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
+use axum::routing::post;
+use common::AppState;
+use common::error::{ApiError, ApiResult};
+use serde_json::{Value, json};
+
+pub const ROUTES: &[&str] = &["/i/v0/e", "/e", "/capture", "/batch", "/track"];
+
+pub fn router() -> Router<AppState> {
+    ROUTES.iter().fold(Router::new(), |router, path| {
+        router.route(path, post(capture).get(capture))
+    })
+}
+
+async fn capture(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<axum::Json<Value>> {
+    let limit = state.config.max_body_bytes;
+    let document = body::document(&headers, query.as_deref(), &body, limit)?;
+    let request = events::Request::parse(document)?;
+    let project = tokens::project_for(&state, request.token.as_deref()).await?;
+    let staged = request.into_staged(chrono::Utc::now())?;
+    common::staging::stage(state.objects.as_ref(), project, &staged)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(axum::Json(json!({ "status": 1 })))
+}
