@@ -164,7 +164,12 @@ fn base64_encode(bytes: &[u8]) -> String {
 }
 
 /// A body, its headers, and the status and error code it must get.
-type BadCase = (Vec<u8>, Vec<(&'static str, &'static str)>, StatusCode, &'static str);
+type BadCase = (
+    Vec<u8>,
+    Vec<(&'static str, &'static str)>,
+    StatusCode,
+    &'static str,
+);
 
 #[tokio::test]
 async fn bad_input_is_refused_whole_and_stages_nothing() {

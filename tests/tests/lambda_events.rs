@@ -15,6 +15,7 @@ use tower::ServiceExt;
 fn family_routes(family: &str) -> axum::Router<common::AppState> {
     match family {
         "users" => users::router(),
+        "capture" => capture::router(),
         other => panic!("events/{other}/ names no known route family"),
     }
 }
@@ -22,11 +23,33 @@ fn family_routes(family: &str) -> axum::Router<common::AppState> {
 #[tokio::test]
 async fn every_sample_event_is_routed_to_a_handler() {
     let world = World::on(TestState::embedded().await).await;
+    // Capture samples carry the token inside gzip and base64 bodies, out of reach of text
+    // substitution: give a project exactly the placeholder token instead.
+    let store = world.backend.state.store.as_ref();
+    let mut sample_project = common::models::Project::allocate(
+        store,
+        common::models::NewProject {
+            organization_id: world.bootstrap.organization.id,
+            name: "Samples",
+            timezone: "UTC",
+        },
+    )
+    .await
+    .unwrap();
+    sample_project.api_token = "phc_REPLACE_WITH_YOUR_PROJECT_TOKEN".into();
+    store
+        .transact_write(sample_project.put_ops().unwrap())
+        .await
+        .unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events");
     let mut seen = 0;
     for family in std::fs::read_dir(&root).unwrap() {
         let family = family.unwrap();
         let family_name = family.file_name().to_string_lossy().into_owned();
+        // The worker is not an HTTP function: its samples are checked by its own tests.
+        if family_name == "worker" {
+            continue;
+        }
         let app = common::http::finish(family_routes(&family_name), world.backend.state.clone());
         for file in std::fs::read_dir(family.path()).unwrap() {
             let path = file.unwrap().path();
@@ -60,13 +83,13 @@ async fn every_sample_event_is_routed_to_a_handler() {
                 "request-email",
             ];
             let name = path.file_name().unwrap().to_string_lossy();
-            if stateless.iter().any(|prefix| name.starts_with(prefix)) {
+            if family_name == "capture" || stateless.iter().any(|prefix| name.starts_with(prefix)) {
                 assert!(status.is_success(), "{}: {status} {body}", path.display());
             }
             seen += 1;
         }
     }
-    assert!(seen >= 17, "only {seen} sample events found");
+    assert!(seen >= 22, "only {seen} sample events found");
 }
 
 #[test]

@@ -1,0 +1,178 @@
+"""The official posthog-python SDK against `analytics serve`, on both storage backends.
+
+Events go in through the SDK (batched + gzip, and one request per event), identify and alias
+join people, and an independent reader (the `deltalake` Python package) checks the Delta table:
+every event exactly once, each with the right person, queryable within 2 s embedded.
+
+Run by scripts/test: `python tests/sdk/test_posthog_sdk.py <analytics binary> [emulator endpoint]`.
+"""
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+import deltalake
+from posthog import Posthog
+
+BINARY = sys.argv[1]
+ENDPOINT = sys.argv[2] if len(sys.argv) > 2 else None
+EMBEDDED_LATENCY_SECONDS = 2.0
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url, key):
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+class Server:
+    def __init__(self, backend):
+        self.backend = backend
+        self.data_dir = tempfile.mkdtemp(prefix="analytics-sdk-")
+        self.env = dict(os.environ, ANALYTICS_DATA_DIR=self.data_dir, RUST_LOG="warn")
+        if backend == "dynamodb":
+            # A bucket of its own: project ids restart at 1 with every new table.
+            import boto3
+            self.bucket = f"sdk-{uuid.uuid4().hex[:12]}"
+            boto3.client("s3", endpoint_url=ENDPOINT, region_name="us-east-1",
+                         aws_access_key_id="test", aws_secret_access_key="test").create_bucket(Bucket=self.bucket)
+            self.env.update(
+                ANALYTICS_BACKEND="dynamodb",
+                ANALYTICS_TABLE=f"sdk-{uuid.uuid4().hex}",
+                ANALYTICS_BUCKET=self.bucket,
+                AWS_ENDPOINT_URL=ENDPOINT,
+                ANALYTICS_SECRET_KEY=base64.b64encode(os.urandom(32)).decode(),
+                ANALYTICS_MAILER="outbox",
+            )
+        init = subprocess.run([BINARY, "admin", "init"], env=self.env, capture_output=True, text=True, check=True)
+        created = json.loads(init.stdout.strip().splitlines()[-1])
+        self.key = created["personal_api_key"]
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [BINARY, "serve", "--bind", f"127.0.0.1:{self.port}"], env=self.env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{self.url}/_health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            raise RuntimeError("analytics serve did not start: " + (self.process.stderr.read() or ""))
+        project = get_json(f"{self.url}/api/projects/@current/", self.key)
+        self.project_id = project["id"]
+        self.token = project["api_token"]
+
+    def table(self):
+        path = f"lake/team_id={self.project_id}/events"
+        if self.backend == "dynamodb":
+            options = {
+                "AWS_ENDPOINT_URL": ENDPOINT, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+            }
+            return deltalake.DeltaTable(f"s3://{self.bucket}/{path}", storage_options=options)
+        return deltalake.DeltaTable(os.path.join(self.data_dir, "objects", path))
+
+    def rows(self):
+        try:
+            return self.table().to_pyarrow_table(
+                columns=["uuid", "event", "distinct_id", "person_id", "person_properties", "timestamp"]
+            ).sort_by("timestamp").to_pylist()
+        except Exception:  # the table does not exist before the first commit
+            return []
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def check(backend):
+    server = Server(backend)
+    try:
+        sent = []
+
+        def remember(capture_result):
+            assert capture_result, "the SDK dropped an event"
+            sent.append(str(capture_result))
+
+        batched = Posthog(server.token, host=server.url, gzip=True, flush_at=25, flush_interval=0.2, max_retries=0)
+        for i in range(90):
+            remember(batched.capture("$pageview", distinct_id=f"anon-{i % 3}", uuid=str(uuid.uuid4()),
+                                     properties={"$current_url": f"https://example.com/{i}", "i": i}))
+        remember(batched.capture("$identify", distinct_id="user-1", uuid=str(uuid.uuid4()),
+                                 properties={"$anon_distinct_id": "anon-0", "$set": {"email": "ada@example.com"}}))
+        remember(batched.alias("anon-1", "user-1", uuid=str(uuid.uuid4())))
+        batched.flush()
+        batched.shutdown()
+
+        single = Posthog(server.token, host=server.url, sync_mode=True, max_retries=0)
+        remember(single.capture("purchased", distinct_id="user-1", uuid=str(uuid.uuid4()),
+                                properties={"$set": {"plan": "pro"}}))
+        single.shutdown()
+        flushed = time.monotonic()
+
+        rows = []
+        deadline = flushed + 20
+        while time.monotonic() < deadline:
+            rows = server.rows()
+            if len(rows) >= len(sent):
+                break
+            time.sleep(0.05)
+        landed = time.monotonic() - flushed
+
+        landed_uuids = sorted(row["uuid"] for row in rows)
+        assert landed_uuids == sorted(sent), f"{len(landed_uuids)} rows for {len(sent)} events sent"
+        time.sleep(1.0)
+        assert len(server.rows()) == len(sent), "rows appeared twice"
+
+        # Each row carries the person its distinct id had when the event was processed
+        # (persons on events): identify joins user-1 to anon-0's person, then the alias
+        # merges that person into anon-1's, as PostHog merges them.
+        def person_of(event, distinct_id=None):
+            return next(row["person_id"] for row in rows
+                        if row["event"] == event and (distinct_id is None or row["distinct_id"] == distinct_id))
+        anon0, anon1, anon2 = (person_of("$pageview", f"anon-{i}") for i in range(3))
+        assert len({anon0, anon1, anon2}) == 3, "three anonymous people"
+        assert person_of("$identify") == anon0, "identify joined user-1 to anon-0's person"
+        assert person_of("$create_alias") == anon1, "the alias ran as anon-1"
+        assert person_of("purchased") == anon1, "after the alias, user-1 is anon-1's person"
+        purchase = next(row for row in rows if row["event"] == "purchased")
+        properties = json.loads(purchase["person_properties"])
+        assert properties.get("plan") == "pro" and properties.get("email") == "ada@example.com", properties
+        if backend == "sqlite":
+            assert landed <= EMBEDDED_LATENCY_SECONDS, f"queryable after {landed:.2f} s"
+        print(f"{backend}: {len(sent)} events landed exactly once, people joined, queryable {landed:.2f} s after the flush")
+    finally:
+        server.stop()
+
+
+def main():
+    backends = ["sqlite"] + (["dynamodb"] if ENDPOINT else [])
+    passed, failed = 0, 0
+    for backend in backends:
+        try:
+            check(backend)
+            passed += 1
+        except Exception as error:  # report every backend, then fail
+            failed += 1
+            print(f"{backend}: FAILED: {error!r}")
+    print(f"sdk: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
