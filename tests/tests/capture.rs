@@ -251,7 +251,7 @@ async fn a_committer_that_died_before_cleaning_up_does_not_duplicate() {
             .0,
             StatusCode::OK
         );
-        // Keep a copy of the staged object, commit, then put it back as if deletion never happened.
+        // A run that died after claiming (copy to claimed/) but before removing the original.
         let listed: Vec<_> = state
             .objects
             .list(Some(&common::staging::team_prefix(team)))
@@ -267,16 +267,31 @@ async fn a_committer_that_died_before_cleaning_up_does_not_duplicate() {
             .bytes()
             .await
             .unwrap();
+        let claimed =
+            object_store::path::Path::from(path.as_ref().replacen("staging/", "claimed/", 1));
+        state
+            .objects
+            .put(&claimed, bytes.clone().into())
+            .await
+            .unwrap();
         let first = engine::commit_team(state, team).await.unwrap();
-        assert_eq!((first.batches, first.events), (1, 1), "{name}");
-        state.objects.put(&path, bytes.into()).await.unwrap();
+        assert_eq!((first.batches, first.events), (1, 1), "{name} {first:?}");
+        assert_eq!(staged_objects(&world).await, 0, "{name}");
+        // A run that died after its Delta commit but before deleting the claimed object.
+        state.objects.put(&claimed, bytes.into()).await.unwrap();
         let retry = engine::commit_team(state, team).await.unwrap();
         assert_eq!(
             (retry.batches, retry.recovered, retry.events),
             (0, 1, 0),
             "{name}"
         );
-        assert_eq!(staged_objects(&world).await, 0, "{name}");
+        let leftover: Vec<_> = state
+            .objects
+            .list(Some(&object_store::path::Path::from("claimed")))
+            .try_collect()
+            .await
+            .unwrap();
+        assert!(leftover.is_empty(), "{name}");
         let rows = engine::lake::scan(state, team).await.unwrap();
         assert_eq!(rows.len(), 1, "{name}");
 

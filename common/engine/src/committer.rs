@@ -1,18 +1,20 @@
 //! Moves staged capture batches into each project's Delta table, exactly once.
 //!
-//! Each staged object is committed together with a Delta application transaction named after
-//! it, in the same atomic commit as its rows. A committer that dies after the commit but before
-//! deleting the object finds that marker on its next run and only deletes: nothing acknowledged
-//! is lost, nothing is committed twice.
+//! A committer first *claims* a staged object: it copies it to `claimed/` with a create-only
+//! put (one claimant wins even with several committers) and removes the original. Claimed objects
+//! are committed with a Delta application transaction named after them, atomically with their
+//! rows, then deleted. A committer that dies anywhere in between leaves the object in `claimed/`;
+//! the next run checks only those (few) objects for their marker: already in the table, it just
+//! deletes them; otherwise it commits them. Nothing acknowledged is lost, nothing is committed twice.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use chrono::{DateTime, NaiveDate, Utc};
 use common::AppState;
 use common::staging::{self, STAGING_ROOT, StagedEvent};
-use deltalake_core::DeltaTableError;
 use deltalake_core::arrow::array::{
     ArrayRef, Date32Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
@@ -20,9 +22,10 @@ use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::kernel::Transaction;
 use deltalake_core::kernel::transaction::CommitProperties;
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake_core::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
 use serde_json::Value;
 
 use crate::lake;
@@ -30,9 +33,13 @@ use crate::persons::Persons;
 
 /// Staged objects folded into one Delta commit at most.
 const BATCHES_PER_COMMIT: usize = 256;
+/// Commits per project per run: a run lists the staging prefix once (listing is what costs on a
+/// large backlog) and stays well inside a Lambda invocation.
+const COMMITS_PER_RUN: usize = 16;
 /// Rows per Arrow batch handed to the Parquet writer.
 const ROWS_PER_BATCH: usize = 65_536;
 const QUARANTINE_ROOT: &str = "staging-rejected";
+const CLAIMED_ROOT: &str = "claimed";
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CommitReport {
@@ -40,7 +47,7 @@ pub struct CommitReport {
     /// Staged objects whose events went into the table in this run.
     pub batches: usize,
     pub events: usize,
-    /// Staged objects found already committed (a previous run died before deleting them).
+    /// Claimed objects found already committed (a previous run died before deleting them).
     pub recovered: usize,
     /// Events dropped because an earlier event of this commit had the same uuid.
     pub duplicates: usize,
@@ -65,58 +72,96 @@ fn app_id(path: &Path) -> String {
     format!("staging:{}", path.filename().unwrap_or_default())
 }
 
-/// Projects that have staged objects waiting.
+/// Projects that have staged objects waiting (claimed ones included).
 pub async fn teams_with_staging(objects: &dyn ObjectStore) -> Result<Vec<i64>, CommitError> {
-    match objects
-        .list_with_delimiter(Some(&Path::from(STAGING_ROOT)))
-        .await
-    {
-        Ok(listing) => Ok(listing
-            .common_prefixes
-            .iter()
-            .filter_map(|prefix| prefix.filename()?.strip_prefix("team_id=")?.parse().ok())
-            .collect()),
-        Err(object_store::Error::NotFound { .. }) => Ok(Vec::new()),
-        Err(other) => Err(other.into()),
+    let mut teams = Vec::new();
+    for root in [STAGING_ROOT, CLAIMED_ROOT] {
+        match objects.list_with_delimiter(Some(&Path::from(root))).await {
+            Ok(listing) => teams.extend(listing.common_prefixes.iter().filter_map(|prefix| {
+                prefix
+                    .filename()?
+                    .strip_prefix("team_id=")?
+                    .parse::<i64>()
+                    .ok()
+            })),
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(other) => return Err(other.into()),
+        }
     }
+    teams.sort_unstable();
+    teams.dedup();
+    Ok(teams)
+}
+
+/// How many staged or claimed objects wait, across projects (empty local folders do not count).
+pub async fn staged_count(objects: &dyn ObjectStore) -> Result<usize, CommitError> {
+    let mut count = 0;
+    for root in [STAGING_ROOT, CLAIMED_ROOT] {
+        match objects
+            .list(Some(&Path::from(root)))
+            .try_fold(0, |n, _| async move { Ok(n + 1) })
+            .await
+        {
+            Ok(n) => count += n,
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Ok(count)
 }
 
 /// Commits every project's waiting batches.
 pub async fn commit_all(state: &AppState) -> Result<Vec<CommitReport>, CommitError> {
-    let mut reports = Vec::new();
-    for team_id in teams_with_staging(state.objects.as_ref()).await? {
-        reports.push(commit_team(state, team_id).await?);
-    }
-    Ok(reports)
+    Committer::new(state.clone()).commit_all().await
+}
+
+/// Commits up to [`BATCHES_PER_COMMIT`] of one project's waiting batches.
+pub async fn commit_team(state: &AppState, team_id: i64) -> Result<CommitReport, CommitError> {
+    Committer::new(state.clone()).commit_team(team_id).await
 }
 
 /// The embedded committer: picks up staged batches (including any left from a previous run)
 /// every `interval`, for as long as the process lives.
 pub async fn run_committer(state: AppState, interval: Duration) {
+    let mut committer = Committer::new(state);
     loop {
-        match commit_all(&state).await {
+        match committer.commit_all().await {
             Ok(reports) => {
                 for report in reports
                     .iter()
                     .filter(|r| r.batches + r.recovered + r.rejected > 0)
                 {
-                    tracing::info!(?report, "committed staged events");
+                    tracing::debug!(?report, "committed staged events");
                 }
             }
-            Err(error) => tracing::error!(%error, "committer run failed; retrying"),
+            Err(error) => {
+                tracing::error!(%error, "committer run failed; retrying");
+                // A handle may be stale after a failure: reload from scratch next time.
+                committer.tables.clear();
+            }
         }
         tokio::time::sleep(interval).await;
     }
 }
 
-async fn staged_objects(objects: &dyn ObjectStore, team_id: i64) -> Result<Vec<Path>, CommitError> {
-    let prefix = staging::team_prefix(team_id);
-    let mut paths: Vec<Path> = match objects
-        .list(Some(&prefix))
+fn claimed_path(staged: &Path) -> Path {
+    Path::from(format!(
+        "{CLAIMED_ROOT}/{}",
+        staged.as_ref().trim_start_matches("staging/")
+    ))
+}
+
+fn claimed_prefix(team_id: i64) -> Path {
+    Path::from(format!("{CLAIMED_ROOT}/team_id={team_id}"))
+}
+
+async fn list_batches(objects: &dyn ObjectStore, prefix: &Path) -> Result<Vec<Path>, CommitError> {
+    let listed: Result<Vec<Path>, _> = objects
+        .list(Some(prefix))
         .map_ok(|meta| meta.location)
         .try_collect()
-        .await
-    {
+        .await;
+    let mut paths = match listed {
         Ok(paths) => paths,
         Err(object_store::Error::NotFound { .. }) => Vec::new(),
         Err(other) => return Err(other.into()),
@@ -124,101 +169,216 @@ async fn staged_objects(objects: &dyn ObjectStore, team_id: i64) -> Result<Vec<P
     paths.retain(|path| path.as_ref().ends_with(".ndjson.gz"));
     // UUIDv7 names: oldest first.
     paths.sort();
-    paths.truncate(BATCHES_PER_COMMIT);
     Ok(paths)
 }
 
-/// Commits up to [`BATCHES_PER_COMMIT`] of one project's staged objects.
-pub async fn commit_team(state: &AppState, team_id: i64) -> Result<CommitReport, CommitError> {
-    let objects = state.objects.as_ref();
-    let mut report = CommitReport {
-        team_id,
-        ..Default::default()
-    };
-    let paths = staged_objects(objects, team_id).await?;
-    if paths.is_empty() {
-        return Ok(report);
+async fn delete_if_present(objects: &dyn ObjectStore, path: &Path) -> Result<(), CommitError> {
+    match objects.delete(path).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(other) => Err(other.into()),
     }
-    let mut table = lake::open_or_create(state, team_id).await?;
-    let log_store = table.log_store();
+}
 
-    let mut pending = Vec::new();
-    let mut done = Vec::new();
-    for path in paths {
-        let committed = table
-            .snapshot()?
-            .transaction_version(log_store.as_ref(), app_id(&path))
-            .await?
-            .is_some();
-        if committed {
-            report.recovered += 1;
-            done.push(path);
-            continue;
-        }
-        let bytes = objects.get(&path).await?.bytes().await?;
-        match staging::decode(&path, &bytes) {
-            Ok(events) => pending.push((path, events)),
-            Err(error) => {
-                // Never lose it, never let it block the others: set it aside for a person to look at.
-                tracing::error!(%error, "staged object unreadable; moving it aside");
-                let aside = Path::from(format!(
-                    "{QUARANTINE_ROOT}/{}",
-                    path.as_ref().trim_start_matches("staging/")
-                ));
-                objects.copy(&path, &aside).await?;
-                objects.delete(&path).await?;
-                report.rejected += 1;
-            }
+/// Commits waiting batches, keeping each project's table open between runs.
+pub struct Committer {
+    state: AppState,
+    tables: HashMap<i64, DeltaTable>,
+}
+
+impl Committer {
+    pub fn new(state: AppState) -> Self {
+        Self {
+            state,
+            tables: HashMap::new(),
         }
     }
 
-    if !pending.is_empty() {
-        let mut persons = Persons::new(state.store.as_ref(), team_id);
-        let mut seen = HashSet::new();
-        let mut rows = Rows::default();
-        for (_, events) in &pending {
-            for event in events {
-                if !seen.insert(event.uuid) {
-                    report.duplicates += 1;
-                    continue;
-                }
-                let resolved = persons
-                    .apply(
-                        &event.event,
-                        &event.distinct_id,
-                        &event.properties,
-                        event.timestamp,
-                    )
-                    .await?;
-                rows.push(
-                    event,
-                    &resolved.person.to_string(),
-                    &Value::Object(resolved.properties).to_string(),
-                );
-            }
+    pub async fn commit_all(&mut self) -> Result<Vec<CommitReport>, CommitError> {
+        let mut reports = Vec::new();
+        for team_id in teams_with_staging(self.state.objects.as_ref()).await? {
+            reports.push(self.commit_team(team_id).await?);
         }
-        let transactions = pending
-            .iter()
-            .map(|(path, _)| Transaction::new(app_id(path), 1))
-            .collect();
-        let mut writer = RecordBatchWriter::for_table(&table)?.with_commit_properties(
-            CommitProperties::default().with_application_transactions(transactions),
-        );
-        report.events = rows.len();
-        for batch in rows.into_batches()? {
-            writer.write(batch).await?;
-        }
-        report.version = Some(writer.flush_and_commit(&mut table).await? as i64);
-        report.batches = pending.len();
-        done.extend(pending.into_iter().map(|(path, _)| path));
+        Ok(reports)
     }
-    for path in done {
-        match objects.delete(&path).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+
+    /// The project's table, brought up to date with other committers' commits.
+    async fn table(&mut self, team_id: i64) -> Result<&mut DeltaTable, CommitError> {
+        let table = match self.tables.entry(team_id) {
+            std::collections::hash_map::Entry::Occupied(entry) => {
+                let table = entry.into_mut();
+                table.update_incremental(None).await?;
+                table
+            }
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(lake::open_or_create(&self.state, team_id).await?)
+            }
+        };
+        Ok(table)
+    }
+
+    /// Moves a staged object to `claimed/`; `None` when another committer got it first.
+    async fn claim(&self, path: &Path) -> Result<Option<(Path, Bytes)>, CommitError> {
+        let objects = self.state.objects.as_ref();
+        let bytes = match objects.get(path).await {
+            Ok(found) => found.bytes().await?,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(other) => return Err(other.into()),
+        };
+        let target = claimed_path(path);
+        let create = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match objects
+            .put_opts(&target, bytes.clone().into(), create)
+            .await
+        {
+            Ok(_) => {}
+            // Claimed already (by another committer, or by a run that died before removing
+            // the original): the claimed copy is the one that counts.
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                delete_if_present(objects, path).await?;
+                return Ok(None);
+            }
             Err(other) => return Err(other.into()),
         }
+        delete_if_present(objects, path).await?;
+        Ok(Some((target, bytes)))
     }
-    Ok(report)
+
+    /// Commits one project's waiting batches: up to [`COMMITS_PER_RUN`] commits of
+    /// [`BATCHES_PER_COMMIT`] staged objects, from one listing.
+    pub async fn commit_team(&mut self, team_id: i64) -> Result<CommitReport, CommitError> {
+        let objects = self.state.objects.clone();
+        // What a previous run claimed and may or may not have committed.
+        let leftovers = list_batches(objects.as_ref(), &claimed_prefix(team_id)).await?;
+        let mut staged = list_batches(objects.as_ref(), &staging::team_prefix(team_id)).await?;
+        staged.truncate(BATCHES_PER_COMMIT * COMMITS_PER_RUN);
+        let mut total = CommitReport {
+            team_id,
+            ..Default::default()
+        };
+        let mut chunks = staged.chunks(BATCHES_PER_COMMIT).peekable();
+        let mut leftovers = Some(leftovers);
+        while leftovers.is_some() || chunks.peek().is_some() {
+            let chunk = chunks.next().unwrap_or_default();
+            let report = self
+                .commit_chunk(team_id, leftovers.take().unwrap_or_default(), chunk.to_vec())
+                .await?;
+            total.batches += report.batches;
+            total.events += report.events;
+            total.recovered += report.recovered;
+            total.duplicates += report.duplicates;
+            total.rejected += report.rejected;
+            total.version = report.version.or(total.version);
+        }
+        Ok(total)
+    }
+
+    /// One Delta commit: the claimed leftovers not yet in the table, plus `staged`.
+    async fn commit_chunk(
+        &mut self,
+        team_id: i64,
+        leftovers: Vec<Path>,
+        staged: Vec<Path>,
+    ) -> Result<CommitReport, CommitError> {
+        let state = self.state.clone();
+        let objects = state.objects.as_ref();
+        let mut report = CommitReport {
+            team_id,
+            ..Default::default()
+        };
+        if leftovers.is_empty() && staged.is_empty() {
+            return Ok(report);
+        }
+
+        let mut claimed = Vec::new();
+        let mut committed = Vec::new();
+        if !leftovers.is_empty() {
+            let table = self.table(team_id).await?;
+            let log_store = table.log_store();
+            for path in leftovers {
+                let marker = table
+                    .snapshot()?
+                    .transaction_version(log_store.as_ref(), app_id(&path))
+                    .await?;
+                if marker.is_some() {
+                    report.recovered += 1;
+                    committed.push(path);
+                } else {
+                    let bytes = objects.get(&path).await?.bytes().await?;
+                    claimed.push((path, bytes));
+                }
+            }
+        }
+        for path in staged {
+            claimed.extend(self.claim(&path).await?);
+        }
+
+        let mut pending = Vec::new();
+        for (path, bytes) in claimed {
+            match staging::decode(&path, &bytes) {
+                Ok(events) => pending.push((path, events)),
+                Err(error) => {
+                    // Never lose it, never let it block the others: set it aside for a person.
+                    tracing::error!(%error, "staged object unreadable; moving it aside");
+                    let aside = Path::from(format!(
+                        "{QUARANTINE_ROOT}/{}",
+                        path.as_ref().trim_start_matches("claimed/")
+                    ));
+                    objects.put(&aside, bytes.into()).await?;
+                    delete_if_present(objects, &path).await?;
+                    report.rejected += 1;
+                }
+            }
+        }
+
+        if !pending.is_empty() {
+            let mut persons = Persons::new(state.store.as_ref(), team_id);
+            let mut seen = HashSet::new();
+            let mut rows = Rows::default();
+            for (_, events) in &pending {
+                for event in events {
+                    if !seen.insert(event.uuid) {
+                        report.duplicates += 1;
+                        continue;
+                    }
+                    let resolved = persons
+                        .apply(
+                            &event.event,
+                            &event.distinct_id,
+                            &event.properties,
+                            event.timestamp,
+                        )
+                        .await?;
+                    rows.push(
+                        event,
+                        &resolved.person.to_string(),
+                        &Value::Object(resolved.properties).to_string(),
+                    );
+                }
+            }
+            let transactions = pending
+                .iter()
+                .map(|(path, _)| Transaction::new(app_id(path), 1))
+                .collect();
+            report.events = rows.len();
+            let table = self.table(team_id).await?;
+            let mut writer = RecordBatchWriter::for_table(table)?.with_commit_properties(
+                CommitProperties::default().with_application_transactions(transactions),
+            );
+            for batch in rows.into_batches()? {
+                writer.write(batch).await?;
+            }
+            report.version = Some(writer.flush_and_commit(table).await? as i64);
+            report.batches = pending.len();
+            committed.extend(pending.into_iter().map(|(path, _)| path));
+        }
+        for path in committed {
+            delete_if_present(objects, &path).await?;
+        }
+        Ok(report)
+    }
 }
 
 /// Column builders for the events table, filled row by row and cut into Arrow batches.

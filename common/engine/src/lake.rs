@@ -113,13 +113,23 @@ pub fn table_handle(state: &AppState, team_id: i64) -> DeltaResult<DeltaTable> {
     }
 }
 
+/// Whether the project's table has a log yet (asked of the store, so no "not a table" noise).
+async fn exists(state: &AppState, team_id: i64) -> DeltaResult<bool> {
+    use futures::StreamExt;
+    let log = object_store::path::Path::from(format!("{}/_delta_log", table_path(team_id)));
+    match state.objects.list(Some(&log)).next().await {
+        None | Some(Err(object_store::Error::NotFound { .. })) => Ok(false),
+        Some(Ok(_)) => Ok(true),
+        Some(Err(other)) => Err(other.into()),
+    }
+}
+
 /// The project's table, created on first use.
 pub async fn open_or_create(state: &AppState, team_id: i64) -> DeltaResult<DeltaTable> {
     let mut table = table_handle(state, team_id)?;
-    match table.load().await {
-        Ok(()) => return Ok(table),
-        Err(DeltaTableError::NotATable(_)) => {}
-        Err(other) => return Err(other),
+    if exists(state, team_id).await? {
+        table.load().await?;
+        return Ok(table);
     }
     let fields: Vec<StructField> = columns()
         .into_iter()
@@ -167,12 +177,11 @@ pub async fn scan(state: &AppState, team_id: i64) -> DeltaResult<Vec<EventRow>> 
     use deltalake_core::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use object_store::ObjectStoreExt;
 
-    let mut table = table_handle(state, team_id)?;
-    match table.load().await {
-        Ok(()) => {}
-        Err(DeltaTableError::NotATable(_)) => return Ok(Vec::new()),
-        Err(other) => return Err(other),
+    if !exists(state, team_id).await? {
+        return Ok(Vec::new());
     }
+    let mut table = table_handle(state, team_id)?;
+    table.load().await?;
     let root = table_path(team_id);
     let mut rows = Vec::new();
     let uris: Vec<String> = table.get_file_uris()?.collect();

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use hdrhistogram::Histogram;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
@@ -25,6 +25,17 @@ pub enum BenchCommand {
         connections: usize,
         #[arg(long, default_value_t = 10)]
         seconds: u64,
+    },
+    /// Events/s through `POST /batch/` on an embedded server, and the time until the last
+    /// acknowledged event is committed to the Delta table.
+    Capture {
+        #[arg(long, default_value_t = 16)]
+        connections: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Events per request.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
     },
 }
 
@@ -46,18 +57,87 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                     started
                 }
             };
-            let report = load(
-                address,
-                "/api/users/@me/",
-                &key,
-                connections,
-                Duration::from_secs(seconds),
-            )
-            .await?;
+            let shot = Shot {
+                method: hyper::Method::GET,
+                path: "/api/users/@me/".into(),
+                headers: vec![("authorization".into(), format!("Bearer {key}"))],
+                body: Bytes::new(),
+            };
+            let report = load(address, shot, connections, Duration::from_secs(seconds)).await?;
             println!("{report}");
             Ok(())
         }
+        BenchCommand::Capture {
+            connections,
+            seconds,
+            batch,
+        } => capture(connections, seconds, batch).await,
     }
+}
+
+/// A `/batch/` body of `size` events shaped like posthog-js pageviews (no uuids: each gets its own).
+fn batch_body(token: &str, size: usize) -> Bytes {
+    let events: Vec<serde_json::Value> = (0..size)
+        .map(|i| {
+            serde_json::json!({
+                "event": "$pageview",
+                "distinct_id": format!("user-{}", i % 1000),
+                "timestamp": "2026-11-22T10:00:00Z",
+                "properties": {
+                    "$current_url": format!("https://example.com/pricing?ref={i}"),
+                    "$browser": "Firefox", "$os": "Linux", "$session_id": format!("s-{}", i % 50),
+                    "$screen_width": 1920, "$lib": "web", "$lib_version": "1.200.0"
+                }
+            })
+        })
+        .collect();
+    let body =
+        serde_json::json!({ "api_key": token, "sent_at": "2026-11-22T10:00:01Z", "batch": events });
+    Bytes::from(body.to_string())
+}
+
+async fn capture(connections: usize, seconds: u64, batch: usize) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let state = crate::serve::state_for(dir.path().to_path_buf()).await?;
+    let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
+        .await?
+        .context("a fresh store bootstraps")?;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(crate::serve::serve_on(listener, state.clone()));
+    let shot = Shot {
+        method: hyper::Method::POST,
+        path: "/batch/".into(),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: batch_body(&bootstrap.project.api_token, batch),
+    };
+    let report = load(address, shot, connections, Duration::from_secs(seconds)).await?;
+    let acknowledged = Instant::now();
+    let events = (report.requests - report.errors) * batch as u64;
+    println!("capture: {report}");
+    println!(
+        "capture: {events} events acknowledged, {:.0} events/s ({batch} per request)",
+        events as f64 / report.elapsed.as_secs_f64()
+    );
+    while engine::committer::staged_count(state.objects.as_ref()).await? > 0
+        && acknowledged.elapsed() < Duration::from_secs(600)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "capture: the last acknowledged event was committed {:.2} s after the load ended",
+        acknowledged.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// One request, sent again and again.
+#[derive(Clone)]
+pub struct Shot {
+    pub method: hyper::Method,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
 }
 
 /// A server on an ephemeral port over a fresh data dir, with its bootstrap key.
@@ -73,9 +153,9 @@ async fn start_embedded(data_dir: std::path::PathBuf) -> anyhow::Result<(SocketA
 }
 
 pub struct Report {
-    requests: u64,
-    errors: u64,
-    elapsed: Duration,
+    pub requests: u64,
+    pub errors: u64,
+    pub elapsed: Duration,
     latency_us: Histogram<u64>,
     connections: usize,
 }
@@ -99,11 +179,10 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// `connections` keep-alive connections sending GETs back to back for `duration`.
+/// `connections` keep-alive connections sending `shot` back to back for `duration`.
 pub async fn load(
     address: SocketAddr,
-    path: &str,
-    key: &str,
+    shot: Shot,
     connections: usize,
     duration: Duration,
 ) -> anyhow::Result<Report> {
@@ -114,9 +193,9 @@ pub async fn load(
     let deadline = started + duration;
     let mut workers = Vec::new();
     for _ in 0..connections {
-        let (path, key) = (path.to_owned(), key.to_owned());
+        let shot = shot.clone();
         workers.push(tokio::spawn(async move {
-            worker(address, &path, &key, deadline).await
+            worker(address, &shot, deadline).await
         }));
     }
     let mut latency_us = Histogram::<u64>::new(3)?;
@@ -138,8 +217,7 @@ pub async fn load(
 
 async fn worker(
     address: SocketAddr,
-    path: &str,
-    key: &str,
+    shot: &Shot,
     deadline: Instant,
 ) -> anyhow::Result<(Histogram<u64>, u64)> {
     let stream = TcpStream::connect(address).await?;
@@ -149,12 +227,15 @@ async fn worker(
     tokio::spawn(connection);
     let mut histogram = Histogram::<u64>::new(3)?;
     let mut errors = 0;
-    let authorization = format!("Bearer {key}");
     while Instant::now() < deadline {
-        let request = hyper::Request::get(path)
-            .header("host", address.to_string())
-            .header("authorization", &authorization)
-            .body(Empty::<Bytes>::new())?;
+        let mut request = hyper::Request::builder()
+            .method(shot.method.clone())
+            .uri(&shot.path)
+            .header("host", address.to_string());
+        for (name, value) in &shot.headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(Full::new(shot.body.clone()))?;
         let sent = Instant::now();
         let response = sender.send_request(request).await?;
         let ok = response.status().is_success();
