@@ -143,10 +143,14 @@ async fn sdk_shaped_requests_land_exactly_once_with_their_person() {
         assert!(snapshot.get("plan").is_none(), "{name}: $unset removed it");
 
         let store = world.backend.state.store.as_ref();
-        let person = engine::persons::person_of(store, world.bootstrap.project.id, "anon-1")
-            .await
-            .unwrap()
-            .unwrap();
+        let person = engine::persons::person_of(
+            world.backend.state.store.clone(),
+            world.bootstrap.project.id,
+            "anon-1",
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert!(person.is_identified, "{name}");
         assert_eq!(
             person.uuid.to_string(),

@@ -263,7 +263,11 @@ impl Committer {
         while leftovers.is_some() || chunks.peek().is_some() {
             let chunk = chunks.next().unwrap_or_default();
             let report = self
-                .commit_chunk(team_id, leftovers.take().unwrap_or_default(), chunk.to_vec())
+                .commit_chunk(
+                    team_id,
+                    leftovers.take().unwrap_or_default(),
+                    chunk.to_vec(),
+                )
                 .await?;
             total.batches += report.batches;
             total.events += report.events;
@@ -334,7 +338,7 @@ impl Committer {
         }
 
         if !pending.is_empty() {
-            let mut persons = Persons::new(state.store.as_ref(), team_id);
+            let mut persons = Persons::new(state.store.clone(), team_id);
             let mut seen = HashSet::new();
             let mut rows = Rows::default();
             for (_, events) in &pending {
@@ -383,7 +387,7 @@ impl Committer {
 
 /// Column builders for the events table, filled row by row and cut into Arrow batches.
 #[derive(Default)]
-struct Rows {
+pub(crate) struct Rows {
     batches: Vec<Vec<ArrayRef>>,
     current: Option<Builders>,
 }
@@ -445,7 +449,7 @@ fn days_since_epoch(at: DateTime<Utc>) -> i32 {
 }
 
 impl Rows {
-    fn push(&mut self, event: &StagedEvent, person_id: &str, person_properties: &str) {
+    pub(crate) fn push(&mut self, event: &StagedEvent, person_id: &str, person_properties: &str) {
         let builders = self.current.get_or_insert_with(Builders::new);
         builders.uuid.append_value(event.uuid.to_string());
         builders.event.append_value(&event.event);
@@ -479,7 +483,7 @@ impl Rows {
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.batches
             .iter()
             .map(|columns| columns[0].len())
@@ -487,7 +491,7 @@ impl Rows {
             + self.current.as_ref().map_or(0, |b| b.len)
     }
 
-    fn into_batches(mut self) -> Result<Vec<RecordBatch>, CommitError> {
+    pub(crate) fn into_batches(mut self) -> Result<Vec<RecordBatch>, CommitError> {
         if let Some(last) = self.current.take() {
             self.batches.push(last.finish());
         }

@@ -4,6 +4,7 @@
 //! distinct id (UUIDv5), so a retried batch resolves to the same people.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use common::store::{self, Condition, Index, Item, QueryOptions, Store, StoreError, WriteOp};
@@ -66,8 +67,8 @@ fn link_item(team_id: i64, distinct_id: &str, person: Uuid) -> Result<Item, Stor
 }
 
 /// Resolves and updates the persons of one project while a batch is committed.
-pub struct Persons<'a> {
-    store: &'a dyn Store,
+pub struct Persons {
+    store: Arc<dyn Store>,
     team_id: i64,
     links: HashMap<String, Uuid>,
     /// Properties as last read or written in this batch; most events change nothing.
@@ -80,8 +81,8 @@ pub struct Resolved {
     pub properties: Map<String, Value>,
 }
 
-impl<'a> Persons<'a> {
-    pub fn new(store: &'a dyn Store, team_id: i64) -> Self {
+impl Persons {
+    pub fn new(store: Arc<dyn Store>, team_id: i64) -> Self {
         Self {
             store,
             team_id,
@@ -217,7 +218,7 @@ impl<'a> Persons<'a> {
             }
         }
         store::update(
-            self.store,
+            self.store.as_ref(),
             &person_pk(self.team_id, into),
             "PERSON",
             |mut target: Person| {
@@ -314,7 +315,7 @@ impl<'a> Persons<'a> {
         let changes = identify || set.is_some() || set_once.is_some() || !unset.is_empty();
         let properties = if changes {
             store::update(
-                self.store,
+                self.store.as_ref(),
                 &person_pk(self.team_id, person),
                 "PERSON",
                 |mut p: Person| {
@@ -352,7 +353,7 @@ impl<'a> Persons<'a> {
 
 /// The person a distinct id belongs to, if any (for tests and the query engine).
 pub async fn person_of(
-    store: &dyn Store,
+    store: Arc<dyn Store>,
     team_id: i64,
     distinct_id: &str,
 ) -> Result<Option<Person>, StoreError> {

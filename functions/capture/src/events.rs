@@ -92,6 +92,12 @@ impl Request {
     }
 }
 
+/// One event on its own (bulk import): validated and normalized as capture would, without
+/// clock-skew correction unless it carries `sent_at` or `offset`.
+pub fn normalize_one(event: Value, now: DateTime<Utc>) -> ApiResult<StagedEvent> {
+    normalize(event, None, now, &|field| field.to_owned())
+}
+
 fn parse_time(value: Option<&Value>, attr: &str) -> ApiResult<Option<DateTime<Utc>>> {
     match value {
         None | Some(Value::Null) => Ok(None),

@@ -5,6 +5,8 @@ mod body;
 mod events;
 mod tokens;
 
+pub use events::normalize_one;
+
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::{admin, bench, serve};
+use crate::{admin, bench, import, serve};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,6 +47,16 @@ enum Command {
         #[command(flatten)]
         data_dir: DataDir,
     },
+    /// Bulk-load PostHog-shaped NDJSON events (plain or gzip) into a project.
+    Import {
+        /// The project's id.
+        #[arg(long)]
+        project: i64,
+        /// NDJSON file, one event per line; gzip is detected.
+        file: PathBuf,
+        #[command(flatten)]
+        data_dir: DataDir,
+    },
     /// Measure the service (not a test: prints figures).
     Bench {
         #[command(subcommand)]
@@ -71,6 +81,11 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Serve { bind, data_dir } => serve::run(bind, data_dir.data_dir).await,
             Command::Admin { command, data_dir } => admin::run(command, data_dir.data_dir).await,
+            Command::Import {
+                project,
+                file,
+                data_dir,
+            } => import::run(data_dir.data_dir, project, file).await,
             Command::Bench { command } => bench::run(command).await,
         }
     });

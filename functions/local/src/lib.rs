@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod bench;
 pub mod cli;
+pub mod import;
 pub mod serve;
 
 use axum::Router;
