@@ -142,7 +142,6 @@ async fn sdk_shaped_requests_land_exactly_once_with_their_person() {
             serde_json::from_str(opened.person_properties.as_deref().unwrap()).unwrap();
         assert!(snapshot.get("plan").is_none(), "{name}: $unset removed it");
 
-        let store = world.backend.state.store.as_ref();
         let person = engine::persons::person_of(
             world.backend.state.store.clone(),
             world.bootstrap.project.id,
