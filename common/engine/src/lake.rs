@@ -124,6 +124,34 @@ async fn exists(state: &AppState, team_id: i64) -> DeltaResult<bool> {
     }
 }
 
+/// The project's table when it exists, loaded.
+pub async fn open_existing(state: &AppState, team_id: i64) -> DeltaResult<Option<DeltaTable>> {
+    if !exists(state, team_id).await? {
+        return Ok(None);
+    }
+    let mut table = table_handle(state, team_id)?;
+    table.load().await?;
+    Ok(Some(table))
+}
+
+/// Projects that have an events table.
+pub async fn teams_with_tables(state: &AppState) -> DeltaResult<Vec<i64>> {
+    let listing = match state
+        .objects
+        .list_with_delimiter(Some(&object_store::path::Path::from("lake")))
+        .await
+    {
+        Ok(listing) => listing,
+        Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+        Err(other) => return Err(other.into()),
+    };
+    Ok(listing
+        .common_prefixes
+        .iter()
+        .filter_map(|prefix| prefix.filename()?.strip_prefix("team_id=")?.parse().ok())
+        .collect())
+}
+
 /// The project's table, created on first use.
 pub async fn open_or_create(state: &AppState, team_id: i64) -> DeltaResult<DeltaTable> {
     let mut table = table_handle(state, team_id)?;
@@ -174,14 +202,13 @@ pub struct EventRow {
 /// scan for tests and tools; queries go through the query engine.
 pub async fn scan(state: &AppState, team_id: i64) -> DeltaResult<Vec<EventRow>> {
     use deltalake_core::arrow::array::{Array, StringArray, TimestampMicrosecondArray};
+    use deltalake_core::arrow::compute::cast;
     use deltalake_core::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use object_store::ObjectStoreExt;
 
-    if !exists(state, team_id).await? {
+    let Some(table) = open_existing(state, team_id).await? else {
         return Ok(Vec::new());
-    }
-    let mut table = table_handle(state, team_id)?;
-    table.load().await?;
+    };
     let root = table_path(team_id);
     let mut rows = Vec::new();
     let uris: Vec<String> = table.get_file_uris()?.collect();
@@ -195,11 +222,12 @@ pub async fn scan(state: &AppState, team_id: i64) -> DeltaResult<Vec<EventRow>> 
         let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
         for batch in reader {
             let batch = batch?;
+            // Files written by `optimize` may hold string views: read every text column as Utf8.
             let text = |name: &str| {
                 batch
                     .column_by_name(name)
-                    .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-                    .cloned()
+                    .and_then(|c| cast(c, &ArrowType::Utf8).ok())
+                    .and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned())
             };
             let column = |name: &str| {
                 text(name).ok_or_else(|| DeltaTableError::Generic(format!("no column {name}")))
@@ -217,7 +245,18 @@ pub async fn scan(state: &AppState, team_id: i64) -> DeltaResult<Vec<EventRow>> 
             );
             let timestamp = batch
                 .column_by_name("timestamp")
-                .and_then(|c| c.as_any().downcast_ref::<TimestampMicrosecondArray>())
+                .and_then(|c| {
+                    cast(
+                        c,
+                        &ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                    )
+                    .ok()
+                })
+                .and_then(|c| {
+                    c.as_any()
+                        .downcast_ref::<TimestampMicrosecondArray>()
+                        .cloned()
+                })
                 .ok_or_else(|| DeltaTableError::Generic("no column timestamp".into()))?;
             let optional = |array: &StringArray, i: usize| {
                 (!array.is_null(i)).then(|| array.value(i).to_owned())

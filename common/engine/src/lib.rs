@@ -2,6 +2,7 @@
 //! staged capture batches into the tables exactly once.
 
 pub mod committer;
+pub mod compaction;
 pub mod import;
 pub mod lake;
 pub mod persons;

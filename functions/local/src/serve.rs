@@ -51,11 +51,17 @@ pub async fn run(bind: SocketAddr, data_dir: PathBuf) -> anyhow::Result<()> {
 
 /// How often the embedded committer looks for staged events (queryable within about this long).
 const COMMIT_EVERY: Duration = Duration::from_millis(500);
+/// How often the events tables are compacted (optimize + vacuum).
+const COMPACT_EVERY: Duration = Duration::from_secs(15 * 60);
 
 /// Serves the app on a bound listener until Ctrl-C, with the committer running beside it
 /// (it also picks up whatever an earlier run left staged).
 pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<()> {
     let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY));
+    let compaction = tokio::spawn(engine::compaction::run_compaction(
+        state.clone(),
+        COMPACT_EVERY,
+    ));
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
     axum::serve(listener, service)
@@ -65,5 +71,6 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
         .await
         .context("server stopped")?;
     committer.abort();
+    compaction.abort();
     Ok(())
 }

@@ -1,0 +1,77 @@
+//! Compaction of the events tables: `optimize` bins small files (one per commit) into large ones,
+//! `vacuum` deletes files no snapshot within the retention period still references. Both are
+//! Delta commits, so a query reading any snapshot sees each event exactly once throughout.
+
+use std::num::NonZeroU64;
+
+use common::AppState;
+
+use crate::committer::{CommitError, teams_with_staging};
+use crate::lake;
+
+/// Files are rewritten toward this size.
+const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
+/// Removed files stay this long for readers of older snapshots (Delta's default is 7 days).
+const RETENTION_HOURS: i64 = 7 * 24;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CompactionReport {
+    pub team_id: i64,
+    pub files_added: u64,
+    pub files_removed: u64,
+    pub files_vacuumed: usize,
+}
+
+/// Optimizes then vacuums one project's table; nothing to do for a project without one.
+pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionReport, CommitError> {
+    let mut report = CompactionReport {
+        team_id,
+        ..Default::default()
+    };
+    let Some(table) = lake::open_existing(state, team_id).await? else {
+        return Ok(report);
+    };
+    let target = NonZeroU64::new(TARGET_FILE_BYTES).unwrap_or(NonZeroU64::MIN);
+    let (table, metrics) = table.optimize().with_target_size(target).await?;
+    report.files_added = metrics.num_files_added;
+    report.files_removed = metrics.num_files_removed;
+    let (_, vacuumed) = table
+        .vacuum()
+        .with_retention_period(chrono::Duration::hours(RETENTION_HOURS))
+        .await?;
+    report.files_vacuumed = vacuumed.files_deleted.len();
+    Ok(report)
+}
+
+/// Every project that has a table (or staged events on their way to one).
+pub async fn compact_all(state: &AppState) -> Result<Vec<CompactionReport>, CommitError> {
+    let mut teams = lake::teams_with_tables(state).await?;
+    teams.extend(teams_with_staging(state.objects.as_ref()).await?);
+    teams.sort_unstable();
+    teams.dedup();
+    let mut reports = Vec::new();
+    for team_id in teams {
+        reports.push(compact_team(state, team_id).await?);
+    }
+    Ok(reports)
+}
+
+/// The embedded schedule: compacts every `interval` for as long as the process lives.
+pub async fn run_compaction(state: AppState, interval: std::time::Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        match compact_all(&state).await {
+            Ok(reports) => {
+                for report in reports
+                    .iter()
+                    .filter(|r| r.files_removed + r.files_vacuumed as u64 > 0)
+                {
+                    tracing::info!(?report, "compacted");
+                }
+            }
+            Err(error) => {
+                tracing::error!(%error, "compaction failed; retrying at the next interval")
+            }
+        }
+    }
+}
