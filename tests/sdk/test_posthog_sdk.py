@@ -9,6 +9,7 @@ Run by scripts/test: `python tests/sdk/test_posthog_sdk.py <analytics binary> [e
 import base64
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -98,6 +99,7 @@ class Server:
     def stop(self):
         self.process.terminate()
         self.process.wait(timeout=10)
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 def check(backend):
