@@ -347,19 +347,7 @@ impl Committer {
                         report.duplicates += 1;
                         continue;
                     }
-                    let resolved = persons
-                        .apply(
-                            &event.event,
-                            &event.distinct_id,
-                            &event.properties,
-                            event.timestamp,
-                        )
-                        .await?;
-                    rows.push(
-                        event,
-                        &resolved.person.to_string(),
-                        &Value::Object(resolved.properties).to_string(),
-                    );
+                    rows.push_with_person(&mut persons, event).await?;
                 }
             }
             let transactions = pending
@@ -481,6 +469,28 @@ impl Rows {
         {
             self.batches.push(full.finish());
         }
+    }
+
+    /// Resolves the event's person (applying its updates) and adds the row with their snapshot.
+    pub(crate) async fn push_with_person(
+        &mut self,
+        persons: &mut Persons,
+        event: &StagedEvent,
+    ) -> Result<(), CommitError> {
+        let resolved = persons
+            .apply(
+                &event.event,
+                &event.distinct_id,
+                &event.properties,
+                event.timestamp,
+            )
+            .await?;
+        self.push(
+            event,
+            &resolved.person.to_string(),
+            &Value::Object(resolved.properties).to_string(),
+        );
+        Ok(())
     }
 
     pub(crate) fn len(&self) -> usize {

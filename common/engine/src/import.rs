@@ -7,7 +7,6 @@ use common::AppState;
 use common::staging::StagedEvent;
 use deltalake_core::DeltaTable;
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
-use serde_json::Value;
 
 use crate::committer::{CommitError, Rows};
 use crate::lake;
@@ -60,20 +59,7 @@ impl Importer {
     /// Adds events (their persons resolved as the committer would).
     pub async fn push(&mut self, events: &[StagedEvent]) -> Result<(), CommitError> {
         for event in events {
-            let resolved = self
-                .persons
-                .apply(
-                    &event.event,
-                    &event.distinct_id,
-                    &event.properties,
-                    event.timestamp,
-                )
-                .await?;
-            self.rows.push(
-                event,
-                &resolved.person.to_string(),
-                &Value::Object(resolved.properties).to_string(),
-            );
+            self.rows.push_with_person(&mut self.persons, event).await?;
             if self.rows.len() >= ROWS_PER_BATCH {
                 self.encode().await?;
             }

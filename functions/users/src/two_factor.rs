@@ -224,8 +224,7 @@ pub async fn start_setup(
     auth: Authenticated,
     Path(uuid): Path<String>,
 ) -> ApiResult<axum::Json<Value>> {
-    auth.require(USER_WRITE)?;
-    let user = target_user(&state, &auth, &uuid).await?;
+    let user = target_user(&state, &auth, &uuid, USER_WRITE).await?;
     let mut seed = vec![0u8; SEED_BYTES];
     rand::thread_rng().fill(&mut seed[..]);
     let sealed = state.secrets.encrypt(&seed);
@@ -260,8 +259,7 @@ pub async fn validate(
     Path(uuid): Path<String>,
     Json(body): Json<TokenBody>,
 ) -> ApiResult<axum::Json<Value>> {
-    auth.require(USER_WRITE)?;
-    let user = target_user(&state, &auth, &uuid).await?;
+    let user = target_user(&state, &auth, &uuid, USER_WRITE).await?;
     let store = state.store.as_ref();
     let Some(token) = body.token.as_deref().map(normalize) else {
         return Err(ApiError::required("token"));
@@ -334,8 +332,7 @@ pub async fn status(
     auth: Authenticated,
     Path(uuid): Path<String>,
 ) -> ApiResult<axum::Json<Value>> {
-    auth.require(USER_READ)?;
-    let user = target_user(&state, &auth, &uuid).await?;
+    let user = target_user(&state, &auth, &uuid, USER_READ).await?;
     let store = state.store.as_ref();
     let enabled = device(store, &user).await?.is_some();
     let remaining = if enabled {
@@ -365,8 +362,7 @@ pub async fn regenerate_backup_codes(
     auth: Authenticated,
     Path(uuid): Path<String>,
 ) -> ApiResult<axum::Json<Value>> {
-    auth.require(USER_WRITE)?;
-    let user = target_user(&state, &auth, &uuid).await?;
+    let user = target_user(&state, &auth, &uuid, USER_WRITE).await?;
     if device(state.store.as_ref(), &user).await?.is_none() {
         return Err(not_enabled());
     }
@@ -381,8 +377,7 @@ pub async fn disable(
     Path(uuid): Path<String>,
     Json(body): Json<TokenBody>,
 ) -> ApiResult<axum::Json<Value>> {
-    auth.require(USER_WRITE)?;
-    let user = target_user(&state, &auth, &uuid).await?;
+    let user = target_user(&state, &auth, &uuid, USER_WRITE).await?;
     let store = state.store.as_ref();
     if device(store, &user).await?.is_none() {
         return Err(not_enabled());

@@ -19,8 +19,15 @@ const USER_WRITE: Scope = Scope::write("user");
 /// PostHog's UserAuthenticationThrottle: 5 a minute for requests carrying `current_password`.
 const PASSWORD_ATTEMPTS: Throttle = Throttle::new("user-authentication", 5, 60);
 
-/// `:uuid` is `@me`, the caller's own uuid, or, for staff only, anyone's.
-pub async fn target_user(state: &AppState, auth: &Authenticated, uuid: &str) -> ApiResult<User> {
+/// The user `:uuid` names for a caller holding `scope`: `@me`, the caller's own uuid, or, for
+/// staff only, anyone's.
+pub async fn target_user(
+    state: &AppState,
+    auth: &Authenticated,
+    uuid: &str,
+    scope: Scope,
+) -> ApiResult<User> {
+    auth.require(scope)?;
     if uuid == "@me" || uuid == auth.user.uuid.to_string() {
         return Ok(auth.user.clone());
     }
@@ -65,8 +72,7 @@ pub async fn retrieve(
     auth: Authenticated,
     Path(uuid): Path<String>,
 ) -> ApiResult<axum::Json<Value>> {
-    auth.require(USER_READ)?;
-    let user = target_user(&state, &auth, &uuid).await?;
+    let user = target_user(&state, &auth, &uuid, USER_READ).await?;
     Ok(axum::Json(render(&state, &user).await?))
 }
 
@@ -202,8 +208,7 @@ pub async fn update(
     Path(uuid): Path<String>,
     Json(changes): Json<UserChanges>,
 ) -> ApiResult<axum::Json<Value>> {
-    auth.require(USER_WRITE)?;
-    let user = target_user(&state, &auth, &uuid).await?;
+    let user = target_user(&state, &auth, &uuid, USER_WRITE).await?;
     let store = state.store.as_ref();
 
     for (attr, value) in [
