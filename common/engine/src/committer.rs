@@ -452,7 +452,7 @@ impl Rows {
             .append_value(event.created_at.timestamp_micros());
         builders
             .properties
-            .append_value(Value::Object(event.properties.clone()).to_string());
+            .append_value(serde_json::to_string(&event.properties).unwrap_or_default());
         match event.properties.get("$session_id") {
             Some(Value::String(id)) => builders.session_id.append_value(id),
             _ => builders.session_id.append_null(),
@@ -485,11 +485,7 @@ impl Rows {
                 event.timestamp,
             )
             .await?;
-        self.push(
-            event,
-            &resolved.person.to_string(),
-            &Value::Object(resolved.properties).to_string(),
-        );
+        self.push(event, &resolved.person.to_string(), &resolved.properties);
         Ok(())
     }
 

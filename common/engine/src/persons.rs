@@ -72,13 +72,14 @@ pub struct Persons {
     team_id: i64,
     links: HashMap<String, Uuid>,
     /// Properties as last read or written in this batch; most events change nothing.
-    snapshots: HashMap<Uuid, Map<String, Value>>,
+    /// (serialized once: every row of the person carries the same text).
+    snapshots: HashMap<Uuid, Arc<str>>,
 }
 
-/// The person an event belongs to, and their properties once the event applied.
+/// The person an event belongs to, and their properties (JSON) once the event applied.
 pub struct Resolved {
     pub person: Uuid,
-    pub properties: Map<String, Value>,
+    pub properties: Arc<str>,
 }
 
 impl Persons {
@@ -313,8 +314,11 @@ impl Persons {
             _ => Vec::new(),
         };
         let changes = identify || set.is_some() || set_once.is_some() || !unset.is_empty();
+        let serialize = |properties: &Map<String, Value>| -> Arc<str> {
+            serde_json::to_string(properties).unwrap_or_default().into()
+        };
         let properties = if changes {
-            store::update(
+            let updated = store::update(
                 self.store.as_ref(),
                 &person_pk(self.team_id, person),
                 "PERSON",
@@ -336,15 +340,16 @@ impl Persons {
                     Ok(p)
                 },
             )
-            .await?
-            .properties
+            .await?;
+            serialize(&updated.properties)
         } else if let Some(cached) = self.snapshots.get(&person) {
             cached.clone()
         } else {
-            self.load(person)
+            let stored = self
+                .load(person)
                 .await?
-                .ok_or(StoreError::ConditionFailed)?
-                .properties
+                .ok_or(StoreError::ConditionFailed)?;
+            serialize(&stored.properties)
         };
         self.snapshots.insert(person, properties.clone());
         Ok(Resolved { person, properties })
