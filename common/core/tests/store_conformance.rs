@@ -33,6 +33,25 @@ async fn backends_with_page_size(page_size: Option<i32>) -> Vec<Backend> {
     all
 }
 
+/// Adds one to the counter item `C`/`C` `times` times under optimistic locking; `update`'s bounded
+/// retries may give up under contention, so the caller tries again.
+async fn increment(store: &dyn Store, times: usize) {
+    for _ in 0..times {
+        loop {
+            let result = store::update(store, "C", "C", |mut v: serde_json::Value| {
+                v["value"] = json!(v["value"].as_i64().unwrap() + 1);
+                Ok(v)
+            })
+            .await;
+            match result {
+                Ok(_) => break,
+                Err(StoreError::ConditionFailed) => continue,
+                Err(other) => panic!("{other}"),
+            }
+        }
+    }
+}
+
 fn keys(page: &store::Page) -> Vec<String> {
     page.items.iter().map(|item| item.sk.clone()).collect()
 }
@@ -140,21 +159,7 @@ async fn optimistic_updates_lose_nothing_under_concurrency() {
         for _ in 0..8 {
             let store = store.clone();
             tasks.push(tokio::spawn(async move {
-                for _ in 0..3 {
-                    loop {
-                        let result =
-                            store::update(store.as_ref(), "C", "C", |mut v: serde_json::Value| {
-                                v["value"] = json!(v["value"].as_i64().unwrap() + 1);
-                                Ok(v)
-                            })
-                            .await;
-                        match result {
-                            Ok(_) => break,
-                            Err(StoreError::ConditionFailed) => continue,
-                            Err(other) => panic!("{other}"),
-                        }
-                    }
-                }
+                increment(store.as_ref(), 3).await;
             }));
         }
         for task in tasks {
@@ -553,22 +558,7 @@ async fn sqlite_files_are_shared_safely_between_openers() {
     let mut tasks = Vec::new();
     for store in [first.clone(), second.clone(), first.clone(), second.clone()] {
         tasks.push(tokio::spawn(async move {
-            for _ in 0..10 {
-                loop {
-                    let result =
-                        store::update(store.as_ref(), "C", "C", |mut v: serde_json::Value| {
-                            v["value"] = json!(v["value"].as_i64().unwrap() + 1);
-                            Ok(v)
-                        })
-                        .await;
-                    match result {
-                        Ok(_) => break,
-                        // Bounded retries may give up under contention; the caller tries again.
-                        Err(StoreError::ConditionFailed) => continue,
-                        Err(other) => panic!("{other}"),
-                    }
-                }
-            }
+            increment(store.as_ref(), 10).await;
         }));
     }
     for task in tasks {

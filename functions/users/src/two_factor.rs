@@ -203,11 +203,15 @@ pub async fn consume_backup_code(state: &AppState, user: &User, code: &str) -> A
     }
 }
 
-async fn notify(state: &AppState, user: &User, subject: &str, text: String) {
+/// Tells the user 2FA was `change`d (enabled, disabled); a failed delivery does not undo it.
+async fn notify(state: &AppState, user: &User, change: &str) {
     let mail = Mail {
         to: user.email.clone(),
-        subject: subject.to_owned(),
-        text,
+        subject: format!("Two-factor authentication {change}"),
+        text: format!(
+            "Two-factor authentication was {change} on your account. If this was not you, \
+             reset your password and contact your administrator."
+        ),
     };
     if let Err(error) = state.mailer.send(mail).await {
         tracing::warn!(%error, user = %user.uuid, "could not send a security notice");
@@ -312,15 +316,7 @@ pub async fn validate(
             other => other.into(),
         })?;
     let codes = issue_backup_codes(store, &state.secrets, &user).await?;
-    notify(
-        &state,
-        &user,
-        "Two-factor authentication enabled",
-        "Two-factor authentication was enabled on your account. If this was not you, \
-         reset your password and contact your administrator."
-            .into(),
-    )
-    .await;
+    notify(&state, &user, "enabled").await;
     Ok(axum::Json(
         json!({ "success": true, "backup_codes": codes }),
     ))
@@ -420,15 +416,7 @@ pub async fn disable(
             },
         ])
         .await?;
-    notify(
-        &state,
-        &user,
-        "Two-factor authentication disabled",
-        "Two-factor authentication was disabled on your account. If this was not you, \
-         reset your password and contact your administrator."
-            .into(),
-    )
-    .await;
+    notify(&state, &user, "disabled").await;
     Ok(axum::Json(json!({ "success": true })))
 }
 
