@@ -174,9 +174,14 @@ async fn accept_totp(state: &AppState, user: &User, token: &str) -> ApiResult<bo
         Ok(device)
     })
     .await;
+    // Refused: a replay, or a concurrent request that used the same code first.
+    accepted(result)
+}
+
+/// Whether a code-consuming update went through; a failed condition means the code was refused.
+fn accepted<T>(result: Result<T, StoreError>) -> ApiResult<bool> {
     match result {
         Ok(_) => Ok(true),
-        // A replay, or a concurrent request that used the same code first.
         Err(StoreError::ConditionFailed) => Ok(false),
         Err(other) => Err(other.into()),
     }
@@ -196,11 +201,7 @@ pub async fn consume_backup_code(state: &AppState, user: &User, code: &str) -> A
         Ok(codes)
     })
     .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(StoreError::ConditionFailed) => Ok(false),
-        Err(other) => Err(other.into()),
-    }
+    accepted(result)
 }
 
 /// Tells the user 2FA was `change`d (enabled, disabled); a failed delivery does not undo it.
