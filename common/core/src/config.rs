@@ -38,6 +38,25 @@ pub struct Config {
     pub mailer: MailerKind,
     /// The sender of every message (an SES-verified identity in the cloud).
     pub mail_from: String,
+    pub query: QuerySettings,
+}
+
+/// Bounds and services of the query engine.
+#[derive(Debug, Clone)]
+pub struct QuerySettings {
+    /// Memory one query may use (`ANALYTICS_QUERY_MEMORY_MB`, default 1024).
+    pub memory_bytes: usize,
+    /// Wall-clock limit of one query (`ANALYTICS_QUERY_TIMEOUT_SECONDS`, default 60).
+    pub timeout: std::time::Duration,
+    /// Queries one project may run at once in one process (`ANALYTICS_QUERY_CONCURRENCY`, default 4).
+    pub concurrency: usize,
+    /// SQS queue for async queries (`ANALYTICS_JOB_QUEUE_URL`); unset runs them in-process.
+    pub job_queue_url: Option<String>,
+    /// OpenAI-compatible chat completions endpoint for `draft_sql` (`ANALYTICS_LLM_URL`,
+    /// e.g. `https://api.openai.com/v1`), with `ANALYTICS_LLM_API_KEY` and `ANALYTICS_LLM_MODEL`.
+    pub llm_url: Option<String>,
+    pub llm_api_key: Option<String>,
+    pub llm_model: String,
 }
 
 impl std::fmt::Debug for Config {
@@ -53,6 +72,7 @@ impl std::fmt::Debug for Config {
             .field("secret_key", &self.secret_key.as_ref().map(|_| "<set>"))
             .field("mailer", &self.mailer)
             .field("mail_from", &self.mail_from)
+            .field("query", &self.query.memory_bytes)
             .finish()
     }
 }
@@ -105,7 +125,25 @@ impl Config {
                 )));
             }
         };
+        let number = |name: &str, default: u64| -> Result<u64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(value) => value.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    ConfigError(format!("{name} must be a positive number, not `{value}`"))
+                }),
+            }
+        };
+        let query = QuerySettings {
+            memory_bytes: number("ANALYTICS_QUERY_MEMORY_MB", 1024)? as usize * 1024 * 1024,
+            timeout: std::time::Duration::from_secs(number("ANALYTICS_QUERY_TIMEOUT_SECONDS", 60)?),
+            concurrency: number("ANALYTICS_QUERY_CONCURRENCY", 4)? as usize,
+            job_queue_url: get("ANALYTICS_JOB_QUEUE_URL"),
+            llm_url: get("ANALYTICS_LLM_URL"),
+            llm_api_key: get("ANALYTICS_LLM_API_KEY"),
+            llm_model: get("ANALYTICS_LLM_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),
+        };
         Ok(Self {
+            query,
             backend,
             secret_key: get("ANALYTICS_SECRET_KEY"),
             mailer,

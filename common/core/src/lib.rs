@@ -7,6 +7,7 @@ pub mod http;
 pub mod lambda;
 pub mod mailer;
 pub mod models;
+pub mod nodes;
 pub mod objects;
 pub mod pagination;
 pub mod provisioning;

@@ -8,3 +8,4 @@ pub mod lake;
 pub mod persons;
 
 pub use committer::{CommitReport, commit_all, commit_team, run_committer};
+pub mod sql;

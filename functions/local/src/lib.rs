@@ -12,7 +12,9 @@ use common::http::App;
 
 /// Every family's routes, as `analytics serve` mounts them.
 pub fn routes() -> Router<AppState> {
-    users::router().merge(capture::router())
+    users::router()
+        .merge(capture::router())
+        .merge(query::router())
 }
 
 pub fn app(state: AppState) -> App {

@@ -36,13 +36,38 @@ pub fn teams_in(event: &Value) -> BTreeSet<i64> {
     teams
 }
 
-/// Commits what the event names, or everything waiting; an error fails the invocation so SQS
-/// retries it (commits are idempotent) and, after repeated failures, parks it in the DLQ.
+/// Async queries named by SQS messages (`{"job": "query", "team_id", "query_id"}`).
+pub fn query_jobs_in(event: &Value) -> Vec<(i64, String)> {
+    let mut jobs = Vec::new();
+    for record in event["Records"].as_array().into_iter().flatten() {
+        let body = record["body"]
+            .as_str()
+            .and_then(|body| serde_json::from_str::<Value>(body).ok())
+            .unwrap_or(Value::Null);
+        if body["job"] == "query"
+            && let (Some(team), Some(id)) = (body["team_id"].as_i64(), body["query_id"].as_str())
+        {
+            jobs.push((team, id.to_owned()));
+        }
+    }
+    jobs
+}
+
+/// Runs the async queries the event names; commits what it names, or everything waiting. An
+/// error fails the invocation so SQS retries it (commits are idempotent) and, after repeated
+/// failures, parks it in the DLQ.
 pub async fn handle(
     state: &AppState,
     event: Value,
 ) -> Result<Value, engine::committer::CommitError> {
+    let queries = query_jobs_in(&event);
+    for (team, id) in &queries {
+        query::jobs::run_job(state, *team, id).await;
+    }
     let teams = teams_in(&event);
+    if !queries.is_empty() && teams.is_empty() {
+        return Ok(json!({ "queries": queries.len() }));
+    }
     let reports = if teams.is_empty() {
         engine::commit_all(state).await?
     } else {

@@ -1,0 +1,1216 @@
+//! The allow-list of ClickHouse-named functions and how each becomes DataFusion SQL.
+//! Most are templates over DataFusion's own functions (arguments substituted as AST, never as
+//! text); a few need our own UDFs (`udfs.rs`) for ClickHouse semantics.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::LazyLock;
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
+    ObjectNamePart, Value, VisitMut, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+
+use super::QueryError;
+
+/// How a HogQL function is written in DataFusion.
+enum Mapping {
+    /// Same arguments (and DISTINCT, OVER, FILTER), another name.
+    Rename(&'static str),
+    /// A DataFusion expression per argument count; `$0`, `$1`... are the arguments.
+    Template(&'static [(usize, &'static str)]),
+    /// Needs to look at its arguments (parametric aggregates, multiIf, dateAdd units...).
+    Special(fn(Vec<Expr>, &[Expr]) -> Result<Expr, QueryError>),
+}
+
+struct Meta {
+    min: usize,
+    max: usize,
+    mapping: Mapping,
+    aggregate: bool,
+}
+
+const ANY: usize = usize::MAX;
+
+fn meta(min: usize, max: usize, mapping: Mapping) -> Meta {
+    Meta {
+        min,
+        max,
+        mapping,
+        aggregate: false,
+    }
+}
+
+fn agg(min: usize, max: usize, mapping: Mapping) -> Meta {
+    Meta {
+        min,
+        max,
+        mapping,
+        aggregate: true,
+    }
+}
+
+use Mapping::{Rename, Special, Template};
+
+static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
+    let entries: Vec<(&'static str, Meta)> = vec![
+        // Aggregates.
+        ("count", agg(0, ANY, Special(count))),
+        (
+            "countIf",
+            agg(
+                1,
+                2,
+                Template(&[
+                    (1, "count(*) FILTER (WHERE $0)"),
+                    (2, "count($0) FILTER (WHERE $1)"),
+                ]),
+            ),
+        ),
+        (
+            "countDistinct",
+            agg(1, 1, Template(&[(1, "count(DISTINCT $0)")])),
+        ),
+        (
+            "countDistinctIf",
+            agg(
+                2,
+                2,
+                Template(&[(2, "count(DISTINCT $0) FILTER (WHERE $1)")]),
+            ),
+        ),
+        ("uniq", agg(1, ANY, Special(uniq))),
+        ("uniqExact", agg(1, ANY, Special(uniq))),
+        (
+            "uniqIf",
+            agg(
+                2,
+                2,
+                Template(&[(2, "count(DISTINCT $0) FILTER (WHERE $1)")]),
+            ),
+        ),
+        (
+            "uniqExactIf",
+            agg(
+                2,
+                2,
+                Template(&[(2, "count(DISTINCT $0) FILTER (WHERE $1)")]),
+            ),
+        ),
+        ("sum", agg(1, 1, Rename("sum"))),
+        ("avg", agg(1, 1, Rename("avg"))),
+        ("min", agg(1, 1, Rename("min"))),
+        ("max", agg(1, 1, Rename("max"))),
+        (
+            "sumIf",
+            agg(2, 2, Template(&[(2, "sum($0) FILTER (WHERE $1)")])),
+        ),
+        (
+            "avgIf",
+            agg(2, 2, Template(&[(2, "avg($0) FILTER (WHERE $1)")])),
+        ),
+        (
+            "minIf",
+            agg(2, 2, Template(&[(2, "min($0) FILTER (WHERE $1)")])),
+        ),
+        (
+            "maxIf",
+            agg(2, 2, Template(&[(2, "max($0) FILTER (WHERE $1)")])),
+        ),
+        (
+            "any",
+            agg(
+                1,
+                1,
+                Template(&[(1, "first_value($0) FILTER (WHERE $0 IS NOT NULL)")]),
+            ),
+        ),
+        (
+            "anyLast",
+            agg(
+                1,
+                1,
+                Template(&[(1, "last_value($0) FILTER (WHERE $0 IS NOT NULL)")]),
+            ),
+        ),
+        (
+            "argMax",
+            agg(
+                2,
+                2,
+                Template(&[(2, "first_value($0 ORDER BY $1 DESC NULLS LAST)")]),
+            ),
+        ),
+        (
+            "argMin",
+            agg(
+                2,
+                2,
+                Template(&[(2, "first_value($0 ORDER BY $1 ASC NULLS LAST)")]),
+            ),
+        ),
+        (
+            "argMaxIf",
+            agg(
+                3,
+                3,
+                Template(&[(
+                    3,
+                    "first_value($0 ORDER BY $1 DESC NULLS LAST) FILTER (WHERE $2)",
+                )]),
+            ),
+        ),
+        (
+            "argMinIf",
+            agg(
+                3,
+                3,
+                Template(&[(
+                    3,
+                    "first_value($0 ORDER BY $1 ASC NULLS LAST) FILTER (WHERE $2)",
+                )]),
+            ),
+        ),
+        ("median", agg(1, 1, Template(&[(1, "median($0)")]))),
+        (
+            "medianIf",
+            agg(2, 2, Template(&[(2, "median($0) FILTER (WHERE $1)")])),
+        ),
+        ("quantile", agg(1, 1, Special(quantile))),
+        ("quantiles", agg(1, 1, Special(quantiles))),
+        (
+            "groupArray",
+            agg(
+                1,
+                1,
+                Template(&[(1, "array_agg($0) FILTER (WHERE $0 IS NOT NULL)")]),
+            ),
+        ),
+        (
+            "groupArrayIf",
+            agg(
+                2,
+                2,
+                Template(&[(2, "array_agg($0) FILTER (WHERE $0 IS NOT NULL AND $1)")]),
+            ),
+        ),
+        (
+            "groupUniqArray",
+            agg(
+                1,
+                1,
+                Template(&[(1, "array_agg(DISTINCT $0) FILTER (WHERE $0 IS NOT NULL)")]),
+            ),
+        ),
+        ("stddevPop", agg(1, 1, Rename("stddev_pop"))),
+        ("stddevSamp", agg(1, 1, Rename("stddev_samp"))),
+        ("varPop", agg(1, 1, Rename("var_pop"))),
+        ("varSamp", agg(1, 1, Rename("var_samp"))),
+        ("corr", agg(2, 2, Rename("corr"))),
+        ("covarPop", agg(2, 2, Rename("covar_pop"))),
+        ("covarSamp", agg(2, 2, Rename("covar_samp"))),
+        // Window functions.
+        ("row_number", meta(0, 0, Rename("row_number"))),
+        ("rank", meta(0, 0, Rename("rank"))),
+        ("dense_rank", meta(0, 0, Rename("dense_rank"))),
+        ("first_value", meta(1, 1, Rename("first_value"))),
+        ("last_value", meta(1, 1, Rename("last_value"))),
+        ("nth_value", meta(2, 2, Rename("nth_value"))),
+        ("lagInFrame", meta(1, 3, Rename("lag"))),
+        ("leadInFrame", meta(1, 3, Rename("lead"))),
+        // Conversions.
+        (
+            "toString",
+            meta(1, 1, Template(&[(1, "CAST($0 AS VARCHAR)")])),
+        ),
+        (
+            "toInt",
+            meta(1, 1, Template(&[(1, "TRY_CAST($0 AS BIGINT)")])),
+        ),
+        (
+            "toFloat",
+            meta(1, 1, Template(&[(1, "TRY_CAST($0 AS DOUBLE)")])),
+        ),
+        (
+            "toIntOrZero",
+            meta(
+                1,
+                1,
+                Template(&[(1, "coalesce(TRY_CAST($0 AS BIGINT), 0)")]),
+            ),
+        ),
+        (
+            "toFloatOrZero",
+            meta(
+                1,
+                1,
+                Template(&[(1, "coalesce(TRY_CAST($0 AS DOUBLE), 0.0)")]),
+            ),
+        ),
+        (
+            "toFloatOrDefault",
+            meta(
+                2,
+                2,
+                Template(&[(2, "coalesce(TRY_CAST($0 AS DOUBLE), $1)")]),
+            ),
+        ),
+        (
+            "toBool",
+            meta(1, 1, Template(&[(1, "TRY_CAST($0 AS BOOLEAN)")])),
+        ),
+        (
+            "toUUID",
+            meta(1, 1, Template(&[(1, "CAST($0 AS VARCHAR)")])),
+        ),
+        ("toDate", meta(1, 1, Template(&[(1, "hogql_to_date($0)")]))),
+        ("to_date", meta(1, 1, Template(&[(1, "hogql_to_date($0)")]))),
+        (
+            "toDateTime",
+            meta(
+                1,
+                2,
+                Template(&[(1, "hogql_to_datetime($0)"), (2, "hogql_to_datetime($0)")]),
+            ),
+        ),
+        (
+            "parseDateTimeBestEffort",
+            meta(
+                1,
+                2,
+                Template(&[(1, "hogql_to_datetime($0)"), (2, "hogql_to_datetime($0)")]),
+            ),
+        ),
+        // Dates.
+        ("now", meta(0, 0, Template(&[(0, "now()")]))),
+        ("today", meta(0, 0, Template(&[(0, "current_date()")]))),
+        (
+            "yesterday",
+            meta(
+                0,
+                0,
+                Template(&[(0, "(current_date() - INTERVAL '1 day')")]),
+            ),
+        ),
+        (
+            "toStartOfMinute",
+            meta(1, 1, Template(&[(1, "date_trunc('minute', $0)")])),
+        ),
+        (
+            "toStartOfHour",
+            meta(1, 1, Template(&[(1, "date_trunc('hour', $0)")])),
+        ),
+        (
+            "toStartOfDay",
+            meta(
+                1,
+                2,
+                Template(&[(1, "date_trunc('day', $0)"), (2, "date_trunc('day', $0)")]),
+            ),
+        ),
+        ("toStartOfWeek", meta(1, 2, Special(start_of_week))),
+        (
+            "toMonday",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_trunc('week', $0) AS DATE)")]),
+            ),
+        ),
+        (
+            "toStartOfMonth",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_trunc('month', $0) AS DATE)")]),
+            ),
+        ),
+        (
+            "toStartOfQuarter",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_trunc('quarter', $0) AS DATE)")]),
+            ),
+        ),
+        (
+            "toStartOfYear",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_trunc('year', $0) AS DATE)")]),
+            ),
+        ),
+        (
+            "toYear",
+            meta(1, 1, Template(&[(1, "CAST(date_part('year', $0) AS INT)")])),
+        ),
+        (
+            "toQuarter",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_part('quarter', $0) AS INT)")]),
+            ),
+        ),
+        (
+            "toMonth",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_part('month', $0) AS INT)")]),
+            ),
+        ),
+        (
+            "toDayOfMonth",
+            meta(1, 1, Template(&[(1, "CAST(date_part('day', $0) AS INT)")])),
+        ),
+        (
+            "toDayOfYear",
+            meta(1, 1, Template(&[(1, "CAST(date_part('doy', $0) AS INT)")])),
+        ),
+        (
+            "toDayOfWeek",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST((date_part('dow', $0) + 6) % 7 + 1 AS INT)")]),
+            ),
+        ),
+        (
+            "toHour",
+            meta(1, 1, Template(&[(1, "CAST(date_part('hour', $0) AS INT)")])),
+        ),
+        (
+            "toMinute",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_part('minute', $0) AS INT)")]),
+            ),
+        ),
+        (
+            "toSecond",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_part('second', $0) AS INT)")]),
+            ),
+        ),
+        (
+            "toYYYYMM",
+            meta(
+                1,
+                1,
+                Template(&[(
+                    1,
+                    "CAST(date_part('year', $0) * 100 + date_part('month', $0) AS INT)",
+                )]),
+            ),
+        ),
+        (
+            "toYYYYMMDD",
+            meta(
+                1,
+                1,
+                Template(&[(
+                    1,
+                    "CAST(date_part('year', $0) * 10000 + date_part('month', $0) * 100 + date_part('day', $0) AS INT)",
+                )]),
+            ),
+        ),
+        (
+            "toUnixTimestamp",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(date_part('epoch', $0) AS BIGINT)")]),
+            ),
+        ),
+        (
+            "fromUnixTimestamp",
+            meta(1, 1, Template(&[(1, "to_timestamp_seconds($0)")])),
+        ),
+        (
+            "dateDiff",
+            meta(3, 3, Template(&[(3, "hogql_date_diff($0, $1, $2)")])),
+        ),
+        (
+            "date_diff",
+            meta(3, 3, Template(&[(3, "hogql_date_diff($0, $1, $2)")])),
+        ),
+        (
+            "dateTrunc",
+            meta(2, 2, Template(&[(2, "date_trunc($0, $1)")])),
+        ),
+        (
+            "date_trunc",
+            meta(2, 2, Template(&[(2, "date_trunc($0, $1)")])),
+        ),
+        ("dateAdd", meta(2, 3, Special(date_add))),
+        ("date_add", meta(2, 3, Special(date_add))),
+        ("dateSub", meta(2, 3, Special(date_sub))),
+        ("date_sub", meta(2, 3, Special(date_sub))),
+        (
+            "toIntervalSecond",
+            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 second'")])),
+        ),
+        (
+            "toIntervalMinute",
+            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 minute'")])),
+        ),
+        (
+            "toIntervalHour",
+            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 hour'")])),
+        ),
+        (
+            "toIntervalDay",
+            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 day'")])),
+        ),
+        (
+            "toIntervalWeek",
+            meta(1, 1, Template(&[(1, "$0 * INTERVAL '7 day'")])),
+        ),
+        (
+            "toIntervalMonth",
+            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 month'")])),
+        ),
+        (
+            "toIntervalYear",
+            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 year'")])),
+        ),
+        // Conditionals and NULLs.
+        (
+            "if",
+            meta(3, 3, Template(&[(3, "CASE WHEN $0 THEN $1 ELSE $2 END")])),
+        ),
+        ("multiIf", meta(3, ANY, Special(multi_if))),
+        ("coalesce", meta(1, ANY, Rename("coalesce"))),
+        ("ifNull", meta(2, 2, Template(&[(2, "coalesce($0, $1)")]))),
+        ("nullIf", meta(2, 2, Template(&[(2, "nullif($0, $1)")]))),
+        ("isNull", meta(1, 1, Template(&[(1, "($0 IS NULL)")]))),
+        (
+            "isNotNull",
+            meta(1, 1, Template(&[(1, "($0 IS NOT NULL)")])),
+        ),
+        ("assumeNotNull", meta(1, 1, Template(&[(1, "$0")]))),
+        ("toNullable", meta(1, 1, Template(&[(1, "$0")]))),
+        ("greatest", meta(2, ANY, Rename("greatest"))),
+        ("least", meta(2, ANY, Rename("least"))),
+        // Strings.
+        ("lower", meta(1, 1, Rename("lower"))),
+        ("upper", meta(1, 1, Rename("upper"))),
+        ("lowerUTF8", meta(1, 1, Rename("lower"))),
+        ("upperUTF8", meta(1, 1, Rename("upper"))),
+        ("length", meta(1, 1, Template(&[(1, "hogql_length($0)")]))),
+        (
+            "lengthUTF8",
+            meta(1, 1, Template(&[(1, "character_length($0)")])),
+        ),
+        (
+            "empty",
+            meta(1, 1, Template(&[(1, "(hogql_length($0) = 0)")])),
+        ),
+        (
+            "notEmpty",
+            meta(1, 1, Template(&[(1, "(hogql_length($0) > 0)")])),
+        ),
+        ("concat", meta(2, ANY, Rename("concat"))),
+        ("concatWithSeparator", meta(2, ANY, Rename("concat_ws"))),
+        (
+            "substring",
+            meta(
+                2,
+                3,
+                Template(&[(2, "substr($0, $1)"), (3, "substr($0, $1, $2)")]),
+            ),
+        ),
+        (
+            "substringUTF8",
+            meta(
+                2,
+                3,
+                Template(&[(2, "substr($0, $1)"), (3, "substr($0, $1, $2)")]),
+            ),
+        ),
+        ("trim", meta(1, 1, Rename("btrim"))),
+        ("trimLeft", meta(1, 1, Rename("ltrim"))),
+        ("trimRight", meta(1, 1, Rename("rtrim"))),
+        ("leftPad", meta(2, 3, Rename("lpad"))),
+        ("rightPad", meta(2, 3, Rename("rpad"))),
+        ("startsWith", meta(2, 2, Rename("starts_with"))),
+        ("endsWith", meta(2, 2, Rename("ends_with"))),
+        ("position", meta(2, 2, Rename("strpos"))),
+        ("replace", meta(3, 3, Rename("replace"))),
+        ("replaceAll", meta(3, 3, Rename("replace"))),
+        (
+            "replaceRegexpAll",
+            meta(3, 3, Template(&[(3, "regexp_replace($0, $1, $2, 'g')")])),
+        ),
+        (
+            "replaceRegexpOne",
+            meta(3, 3, Template(&[(3, "regexp_replace($0, $1, $2)")])),
+        ),
+        ("reverse", meta(1, 1, Rename("reverse"))),
+        ("repeat", meta(2, 2, Rename("repeat"))),
+        (
+            "like",
+            meta(2, 2, Template(&[(2, "coalesce($0 LIKE $1, false)")])),
+        ),
+        (
+            "ilike",
+            meta(2, 2, Template(&[(2, "coalesce($0 ILIKE $1, false)")])),
+        ),
+        (
+            "notLike",
+            meta(2, 2, Template(&[(2, "coalesce($0 NOT LIKE $1, true)")])),
+        ),
+        (
+            "notILike",
+            meta(2, 2, Template(&[(2, "coalesce($0 NOT ILIKE $1, true)")])),
+        ),
+        (
+            "match",
+            meta(
+                2,
+                2,
+                Template(&[(2, "coalesce(regexp_like($0, $1), false)")]),
+            ),
+        ),
+        (
+            "extract",
+            meta(2, 2, Template(&[(2, "regexp_match($0, $1)[1]")])),
+        ),
+        (
+            "splitByChar",
+            meta(2, 2, Template(&[(2, "string_to_array($1, $0)")])),
+        ),
+        (
+            "splitByString",
+            meta(2, 2, Template(&[(2, "string_to_array($1, $0)")])),
+        ),
+        (
+            "base64Encode",
+            meta(1, 1, Template(&[(1, "encode($0, 'base64')")])),
+        ),
+        (
+            "base64Decode",
+            meta(
+                1,
+                1,
+                Template(&[(1, "CAST(decode($0, 'base64') AS VARCHAR)")]),
+            ),
+        ),
+        // Arrays.
+        ("array", meta(0, ANY, Rename("make_array"))),
+        (
+            "has",
+            meta(2, 2, Template(&[(2, "coalesce(array_has($0, $1), false)")])),
+        ),
+        ("hasAll", meta(2, 2, Rename("array_has_all"))),
+        ("hasAny", meta(2, 2, Rename("array_has_any"))),
+        (
+            "indexOf",
+            meta(
+                2,
+                2,
+                Template(&[(2, "coalesce(array_position($0, $1), 0)")]),
+            ),
+        ),
+        ("arrayJoin", meta(1, 1, Rename("unnest"))),
+        ("arraySort", meta(1, 1, Rename("array_sort"))),
+        ("arrayDistinct", meta(1, 1, Rename("array_distinct"))),
+        ("arrayConcat", meta(2, ANY, Rename("array_concat"))),
+        ("arraySlice", meta(2, 3, Special(array_slice))),
+        ("arrayReverse", meta(1, 1, Rename("array_reverse"))),
+        (
+            "arrayStringConcat",
+            meta(
+                1,
+                2,
+                Template(&[
+                    (1, "array_to_string($0, '')"),
+                    (2, "array_to_string($0, $1)"),
+                ]),
+            ),
+        ),
+        (
+            "arrayElement",
+            meta(2, 2, Template(&[(2, "array_element($0, $1)")])),
+        ),
+        (
+            "range",
+            meta(
+                1,
+                3,
+                Template(&[
+                    (1, "range($0)"),
+                    (2, "range($0, $1)"),
+                    (3, "range($0, $1, $2)"),
+                ]),
+            ),
+        ),
+        // Maths.
+        ("round", meta(1, 2, Rename("round"))),
+        ("floor", meta(1, 1, Rename("floor"))),
+        ("ceil", meta(1, 1, Rename("ceil"))),
+        ("trunc", meta(1, 1, Rename("trunc"))),
+        ("abs", meta(1, 1, Rename("abs"))),
+        ("sqrt", meta(1, 1, Rename("sqrt"))),
+        ("pow", meta(2, 2, Rename("power"))),
+        ("power", meta(2, 2, Rename("power"))),
+        ("exp", meta(1, 1, Rename("exp"))),
+        ("log", meta(1, 1, Rename("ln"))),
+        ("ln", meta(1, 1, Rename("ln"))),
+        ("log2", meta(1, 1, Rename("log2"))),
+        ("log10", meta(1, 1, Rename("log10"))),
+        ("sign", meta(1, 1, Rename("signum"))),
+        (
+            "intDiv",
+            meta(
+                2,
+                2,
+                Template(&[(2, "CAST(trunc(CAST($0 AS DOUBLE) / $1) AS BIGINT)")]),
+            ),
+        ),
+        ("modulo", meta(2, 2, Template(&[(2, "($0 % $1)")]))),
+        ("plus", meta(2, 2, Template(&[(2, "($0 + $1)")]))),
+        ("minus", meta(2, 2, Template(&[(2, "($0 - $1)")]))),
+        ("multiply", meta(2, 2, Template(&[(2, "($0 * $1)")]))),
+        (
+            "divide",
+            meta(2, 2, Template(&[(2, "(CAST($0 AS DOUBLE) / $1)")])),
+        ),
+        ("pi", meta(0, 0, Rename("pi"))),
+        // JSON.
+        ("JSONExtractString", meta(1, ANY, Special(json_string))),
+        ("JSONExtractInt", meta(1, ANY, Special(json_int))),
+        ("JSONExtractUInt", meta(1, ANY, Special(json_int))),
+        ("JSONExtractFloat", meta(1, ANY, Special(json_float))),
+        ("JSONExtractBool", meta(1, ANY, Special(json_bool))),
+        ("JSONExtractRaw", meta(1, ANY, Special(json_raw))),
+        ("JSONHas", meta(1, ANY, Special(json_has))),
+        ("JSONLength", meta(1, ANY, Special(json_length))),
+        ("JSONExtractKeys", meta(1, ANY, Special(json_keys))),
+    ];
+    let mut map = HashMap::new();
+    for (name, meta) in entries {
+        map.insert(name, meta);
+    }
+    map
+});
+
+/// Names matched whatever their case (as in ClickHouse/HogQL).
+const CASE_INSENSITIVE: &[&str] = &[
+    "count",
+    "min",
+    "max",
+    "sum",
+    "avg",
+    "coalesce",
+    "isNull",
+    "ifNull",
+    "nullIf",
+    "if",
+    "lower",
+    "upper",
+    "length",
+    "concat",
+    "substring",
+    "trim",
+    "round",
+    "floor",
+    "ceil",
+    "abs",
+    "sqrt",
+    "pow",
+    "power",
+    "exp",
+    "log",
+    "ln",
+    "greatest",
+    "least",
+    "reverse",
+    "repeat",
+    "replace",
+];
+
+fn lookup(name: &str) -> Option<(&'static str, &'static Meta)> {
+    if let Some((key, meta)) = FUNCTIONS.get_key_value(name) {
+        return Some((key, meta));
+    }
+    CASE_INSENSITIVE
+        .iter()
+        .find(|candidate| candidate.eq_ignore_ascii_case(name))
+        .and_then(|key| FUNCTIONS.get_key_value(key))
+        .map(|(key, meta)| (*key, meta))
+}
+
+pub fn is_aggregate(name: &str) -> bool {
+    lookup(name).is_some_and(|(_, meta)| meta.aggregate)
+}
+
+/// Rewrites a HogQL function call into DataFusion SQL, or refuses it.
+pub fn rewrite_call(function: &mut Function) -> Result<Option<Expr>, QueryError> {
+    let name = match function.name.0.as_slice() {
+        [ObjectNamePart::Identifier(ident)] => ident.value.clone(),
+        _ => {
+            return Err(QueryError::Query(format!(
+                "Unsupported function call '{}(...)'",
+                function.name
+            )));
+        }
+    };
+    let Some((canonical, meta)) = lookup(&name) else {
+        return Err(QueryError::Query(unknown_function_message(&name)));
+    };
+    let args = plain_args(function, &name)?;
+    let count = args.len();
+    if count < meta.min || (meta.max != ANY && count > meta.max) {
+        return Err(QueryError::Query(arity_message(canonical, meta, count)));
+    }
+    let parameters = match &function.parameters {
+        FunctionArguments::None => Vec::new(),
+        FunctionArguments::List(list) => list
+            .args
+            .iter()
+            .map(|arg| match arg {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Ok(expr.clone()),
+                _ => Err(QueryError::Query(format!(
+                    "Function '{canonical}' takes plain parameters"
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        FunctionArguments::Subquery(_) => {
+            return Err(QueryError::Query(format!(
+                "Function '{canonical}' takes plain parameters"
+            )));
+        }
+    };
+    if !parameters.is_empty() && !matches!(meta.mapping, Special(_)) {
+        return Err(QueryError::Query(format!(
+            "Function '{canonical}' does not take parameters"
+        )));
+    }
+    match &meta.mapping {
+        Rename(target) => {
+            function.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(*target))]);
+            Ok(None)
+        }
+        Template(variants) => {
+            let template = variants
+                .iter()
+                .find(|(arity, _)| *arity == count)
+                .map(|(_, text)| *text)
+                .ok_or_else(|| QueryError::Query(arity_message(canonical, meta, count)))?;
+            let mut expr = instantiate(template, args)?;
+            carry_window(function, &mut expr);
+            Ok(Some(expr))
+        }
+        Special(build) => {
+            let mut expr = build(args, &parameters)?;
+            carry_window(function, &mut expr);
+            Ok(Some(expr))
+        }
+    }
+}
+
+/// Plain positional arguments (`count(*)` keeps its wildcard through `count`'s own rule).
+fn plain_args(function: &Function, name: &str) -> Result<Vec<Expr>, QueryError> {
+    match &function.args {
+        FunctionArguments::None => Ok(Vec::new()),
+        FunctionArguments::Subquery(_) => Err(QueryError::Query(format!(
+            "Function '{name}' does not take a subquery"
+        ))),
+        FunctionArguments::List(list) => {
+            if list.duplicate_treatment.is_some() && !is_aggregate(name) {
+                return Err(QueryError::Query(format!(
+                    "DISTINCT is only allowed in aggregations, not in '{name}'"
+                )));
+            }
+            let mut out = Vec::with_capacity(list.args.len());
+            for arg in &list.args {
+                match arg {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => out.push(expr.clone()),
+                    FunctionArg::Unnamed(FunctionArgExpr::Wildcard)
+                        if name.eq_ignore_ascii_case("count") => {}
+                    _ => {
+                        return Err(QueryError::Query(format!(
+                            "Function '{name}' takes plain arguments"
+                        )));
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn carry_window(original: &Function, expr: &mut Expr) {
+    if let (Some(over), Expr::Function(function)) = (&original.over, &mut *expr) {
+        function.over = Some(over.clone());
+    }
+}
+
+fn arity_message(name: &str, meta: &Meta, found: usize) -> String {
+    if meta.min == meta.max {
+        format!(
+            "Function '{name}' expects {} arguments, found {found}",
+            meta.min
+        )
+    } else if found < meta.min {
+        format!(
+            "Function '{name}' expects at least {} arguments, found {found}",
+            meta.min
+        )
+    } else {
+        format!(
+            "Function '{name}' expects at most {} arguments, found {found}",
+            meta.max
+        )
+    }
+}
+
+fn unknown_function_message(name: &str) -> String {
+    let close = FUNCTIONS
+        .keys()
+        .filter(|known| known.eq_ignore_ascii_case(name) || similar(known, name))
+        .min();
+    match close {
+        Some(known) => {
+            format!("Unsupported function call '{name}(...)'. Perhaps you meant '{known}(...)'?")
+        }
+        None => format!("Unsupported function call '{name}(...)'"),
+    }
+}
+
+/// Close enough to suggest: same length within one and at most two differing characters.
+fn similar(a: &str, b: &str) -> bool {
+    let (a, b) = (a.to_lowercase(), b.to_lowercase());
+    if a.len().abs_diff(b.len()) > 1 || a.len() < 4 {
+        return false;
+    }
+    let differing =
+        a.chars().zip(b.chars()).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len());
+    differing <= 2
+}
+
+static TEMPLATES: LazyLock<std::sync::Mutex<HashMap<&'static str, Expr>>> =
+    LazyLock::new(Default::default);
+
+/// Parses a template once and substitutes the arguments (as AST nodes) for `$n`.
+fn instantiate(template: &'static str, args: Vec<Expr>) -> Result<Expr, QueryError> {
+    let mut expr = {
+        let mut cache = TEMPLATES
+            .lock()
+            .map_err(|_| QueryError::Internal("template cache poisoned".into()))?;
+        match cache.get(template) {
+            Some(expr) => expr.clone(),
+            None => {
+                let text = template.replace('$', "__arg_");
+                let parsed = Parser::new(&GenericDialect {})
+                    .try_with_sql(&text)
+                    .and_then(|mut parser| parser.parse_expr())
+                    .map_err(|e| QueryError::Internal(format!("template {template}: {e}")))?;
+                cache.insert(template, parsed.clone());
+                parsed
+            }
+        }
+    };
+    let mut substitute = Substitute { args };
+    let _ = expr.visit(&mut substitute);
+    Ok(expr)
+}
+
+struct Substitute {
+    args: Vec<Expr>,
+}
+
+impl VisitorMut for Substitute {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Identifier(ident) = expr
+            && let Some(index) = ident.value.strip_prefix("__arg_")
+            && let Ok(index) = index.parse::<usize>()
+            && let Some(arg) = self.args.get(index)
+        {
+            *expr = Expr::Nested(Box::new(arg.clone()));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    let template: String = {
+        let slots: Vec<String> = (0..args.len()).map(|i| format!("__arg_{i}")).collect();
+        format!("{name}({})", slots.join(", "))
+    };
+    let mut expr = Parser::new(&GenericDialect {})
+        .try_with_sql(&template)
+        .and_then(|mut parser| parser.parse_expr())
+        .unwrap_or(Expr::Value(Value::Null.into()));
+    let mut substitute = Substitute { args };
+    let _ = expr.visit(&mut substitute);
+    expr
+}
+
+pub fn string_literal(value: &str) -> Expr {
+    Expr::Value(Value::SingleQuotedString(value.to_owned()).into())
+}
+
+fn string_argument(expr: &Expr, function: &str) -> Result<String, QueryError> {
+    match expr {
+        Expr::Value(value) => match &value.value {
+            Value::SingleQuotedString(text) | Value::DoubleQuotedString(text) => Ok(text.clone()),
+            _ => Err(QueryError::Query(format!(
+                "Function '{function}' expects a string constant here"
+            ))),
+        },
+        Expr::Nested(inner) => string_argument(inner, function),
+        _ => Err(QueryError::Query(format!(
+            "Function '{function}' expects a string constant here"
+        ))),
+    }
+}
+
+fn number_argument(expr: &Expr, function: &str) -> Result<f64, QueryError> {
+    match expr {
+        Expr::Value(value) => match &value.value {
+            Value::Number(text, _) => text.parse().map_err(|_| {
+                QueryError::Query(format!("Function '{function}' expects a number here"))
+            }),
+            _ => Err(QueryError::Query(format!(
+                "Function '{function}' expects a number here"
+            ))),
+        },
+        Expr::Nested(inner) => number_argument(inner, function),
+        _ => Err(QueryError::Query(format!(
+            "Function '{function}' expects a constant number here"
+        ))),
+    }
+}
+
+fn count(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    match args.len() {
+        0 => instantiate("count(*)", args),
+        1 => instantiate("count($0)", args),
+        _ => Err(QueryError::Query(
+            "Function 'count' expects at most 1 arguments".into(),
+        )),
+    }
+}
+
+fn uniq(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    if args.len() == 1 {
+        instantiate("count(DISTINCT $0)", args)
+    } else {
+        let tuple = call("struct", args);
+        instantiate("count(DISTINCT $0)", vec![tuple])
+    }
+}
+
+fn level(parameters: &[Expr], function: &str) -> Result<f64, QueryError> {
+    let level = match parameters {
+        [] => 0.5,
+        [level] => number_argument(level, function)?,
+        _ => {
+            return Err(QueryError::Query(format!(
+                "Function '{function}' takes one level parameter"
+            )));
+        }
+    };
+    if !(0.0..=1.0).contains(&level) {
+        return Err(QueryError::Query(format!(
+            "Function '{function}' needs a level between 0 and 1"
+        )));
+    }
+    Ok(level)
+}
+
+fn quantile(args: Vec<Expr>, parameters: &[Expr]) -> Result<Expr, QueryError> {
+    let level = level(parameters, "quantile")?;
+    let mut args = args;
+    args.push(number(level));
+    instantiate("percentile_cont($0, $1)", args)
+}
+
+fn quantiles(args: Vec<Expr>, parameters: &[Expr]) -> Result<Expr, QueryError> {
+    if parameters.is_empty() {
+        return Err(QueryError::Query(
+            "Function 'quantiles' needs levels, as in quantiles(0.5, 0.9)(x)".into(),
+        ));
+    }
+    let mut each = Vec::new();
+    for parameter in parameters {
+        let level = level(std::slice::from_ref(parameter), "quantiles")?;
+        each.push(instantiate(
+            "percentile_cont($0, $1)",
+            vec![args[0].clone(), number(level)],
+        )?);
+    }
+    Ok(call("make_array", each))
+}
+
+fn number(value: f64) -> Expr {
+    Expr::Value(Value::Number(value.to_string(), false).into())
+}
+
+fn multi_if(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    if args.len() % 2 == 0 {
+        return Err(QueryError::Query(
+            "Function 'multiIf' expects an odd number of arguments: conditions, results and a default".into(),
+        ));
+    }
+    let mut args = args;
+    let otherwise = args.pop();
+    let mut text = String::from("CASE");
+    for i in (0..args.len()).step_by(2) {
+        text.push_str(&format!(" WHEN __arg_{i} THEN __arg_{}", i + 1));
+    }
+    text.push_str(&format!(" ELSE __arg_{} END", args.len()));
+    args.extend(otherwise);
+    let mut expr = Parser::new(&GenericDialect {})
+        .try_with_sql(&text)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|e| QueryError::Internal(e.to_string()))?;
+    let mut substitute = Substitute { args };
+    let _ = expr.visit(&mut substitute);
+    Ok(expr)
+}
+
+fn start_of_week(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    // ClickHouse mode 0 (the default) starts weeks on Sunday, mode 1 on Monday.
+    let mode = match args.get(1) {
+        Some(mode) => number_argument(mode, "toStartOfWeek")? as i64,
+        None => 0,
+    };
+    let value = args.into_iter().take(1).collect();
+    if mode % 2 == 1 {
+        instantiate("CAST(date_trunc('week', $0) AS DATE)", value)
+    } else {
+        instantiate(
+            "CAST(date_trunc('week', $0 + INTERVAL '1 day') - INTERVAL '1 day' AS DATE)",
+            value,
+        )
+    }
+}
+
+const UNITS: &[(&str, &str)] = &[
+    ("second", "1 second"),
+    ("minute", "1 minute"),
+    ("hour", "1 hour"),
+    ("day", "1 day"),
+    ("week", "7 day"),
+    ("month", "1 month"),
+    ("quarter", "3 month"),
+    ("year", "1 year"),
+];
+
+fn interval_of(unit: &str, function: &str) -> Result<Expr, QueryError> {
+    let unit = unit.to_lowercase();
+    let unit = unit.trim_end_matches('s');
+    let (_, text) = UNITS
+        .iter()
+        .find(|(name, _)| *name == unit)
+        .ok_or_else(|| {
+            QueryError::Query(format!(
+                "Function '{function}' got an unknown unit '{unit}'"
+            ))
+        })?;
+    instantiate_interval(text)
+}
+
+fn instantiate_interval(text: &str) -> Result<Expr, QueryError> {
+    Parser::new(&GenericDialect {})
+        .try_with_sql(&format!("INTERVAL '{text}'"))
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|e| QueryError::Internal(e.to_string()))
+}
+
+/// `dateAdd('day', 3, x)` (ClickHouse argument order) or `dateAdd(x, INTERVAL 3 DAY)`.
+fn date_shift(args: Vec<Expr>, function: &str, sign: &str) -> Result<Expr, QueryError> {
+    let template = if sign == "+" {
+        "($0 + $1 * $2)"
+    } else {
+        "($0 - $1 * $2)"
+    };
+    match args.len() {
+        3 => {
+            let unit = string_argument(&args[0], function)?;
+            let interval = interval_of(&unit, function)?;
+            let mut iter = args.into_iter().skip(1);
+            let (amount, value) = (iter.next(), iter.next());
+            match (amount, value) {
+                (Some(amount), Some(value)) => instantiate(template, vec![value, amount, interval]),
+                _ => Err(QueryError::Query(format!(
+                    "Function '{function}' expects 3 arguments"
+                ))),
+            }
+        }
+        _ => {
+            let one = number(1.0);
+            let mut iter = args.into_iter();
+            match (iter.next(), iter.next()) {
+                (Some(value), Some(interval)) => instantiate(template, vec![value, one, interval]),
+                _ => Err(QueryError::Query(format!(
+                    "Function '{function}' expects 2 or 3 arguments"
+                ))),
+            }
+        }
+    }
+}
+
+fn date_add(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    date_shift(args, "dateAdd", "+")
+}
+
+fn date_sub(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    date_shift(args, "dateSub", "-")
+}
+
+fn array_slice(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    // ClickHouse takes (array, offset, length); DataFusion (array, from, to), both 1-based.
+    match args.len() {
+        2 => instantiate("array_slice($0, $1, cardinality($0))", args),
+        _ => instantiate("array_slice($0, $1, $1 + $2 - 1)", args),
+    }
+}
+
+fn json_call(udf: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
+    Ok(call(udf, args))
+}
+
+fn json_string(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_string", args)
+}
+fn json_int(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_int", args)
+}
+fn json_float(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_float", args)
+}
+fn json_bool(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_bool", args)
+}
+fn json_raw(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_raw", args)
+}
+fn json_has(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_has", args)
+}
+fn json_keys(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_keys", args)
+}
+fn json_length(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    json_call("hogql_json_length", args)
+}
+
+/// A property access: `properties.a.b` → `hogql_prop(properties, 'a', 'b')`.
+pub fn property(column: Expr, path: &[String]) -> Expr {
+    let mut args = vec![column];
+    args.extend(path.iter().map(|key| string_literal(key)));
+    call("hogql_prop", args)
+}

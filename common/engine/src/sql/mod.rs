@@ -1,0 +1,266 @@
+//! The SQL dialect (HogQL-compatible, ClickHouse-flavoured) on DataFusion: parse, check and
+//! rewrite the text, register only the project's own tables, run under memory and time limits.
+
+mod functions;
+mod parse;
+pub mod query_log;
+mod results;
+mod rewrite;
+mod tables;
+mod udfs;
+
+use std::time::{Duration, Instant};
+
+use common::AppState;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::common::DataFusionError;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+
+pub use rewrite::{Bindings, DEFAULT_LIMIT, MAX_LIMIT};
+pub use tables::ALL as TABLES;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// The text does not parse.
+    #[error("{0}")]
+    Syntax(String),
+    /// It parses but is not a valid query for this project (unknown table or function...).
+    #[error("{0}")]
+    Query(String),
+    #[error(
+        "Query has hit the max execution time before completing. See our docs for how to improve your query performance. You may need to materialize."
+    )]
+    Timeout,
+    #[error(
+        "Query has reached the max memory limit before completing. See our docs for how to improve your query performance. You may need to materialize."
+    )]
+    Memory,
+    #[error("Query was cancelled")]
+    Cancelled,
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl QueryError {
+    /// PostHog's `code` for the 400s.
+    pub fn code(&self) -> &'static str {
+        match self {
+            QueryError::Syntax(_) => "hogql_syntax_error",
+            _ => "hogql_query_error",
+        }
+    }
+}
+
+/// Bounds every query runs under.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub memory_bytes: usize,
+    pub timeout: Duration,
+}
+
+/// A checked, rewritten query, ready to run (and to key a cache with).
+pub struct Prepared {
+    /// The query as the user wrote it, normalized (`hogql` in responses).
+    pub hogql: String,
+    /// What DataFusion runs.
+    pub sql: String,
+    statement: Statement,
+    pub tables: Vec<String>,
+    pub paginated: bool,
+}
+
+pub fn prepare(text: &str, bindings: &Bindings) -> Result<Prepared, QueryError> {
+    let parsed = parse::parse(text)?;
+    let hogql = parsed.query.to_string().replace('`', "");
+    let rewritten = rewrite::rewrite(*parsed.query, &parsed.placeholders, bindings, tables::ALL)?;
+    Ok(Prepared {
+        hogql,
+        sql: rewritten.query.to_string(),
+        statement: Statement::Query(Box::new(rewritten.query)),
+        tables: rewritten.tables,
+        paginated: rewritten.paginated,
+    })
+}
+
+/// A DataFusion session holding one project's tables.
+pub struct Session {
+    ctx: SessionContext,
+    /// The events table's Delta version (None: no events yet).
+    pub events_version: Option<u64>,
+    zone: chrono_tz::Tz,
+    zone_name: String,
+}
+
+pub async fn open_session(
+    state: &AppState,
+    team_id: i64,
+    timezone: &str,
+    prepared: &Prepared,
+    limits: &Limits,
+) -> Result<Session, QueryError> {
+    let config = SessionConfig::new()
+        .with_information_schema(false)
+        .with_create_default_catalog_and_schema(true)
+        .set_bool("datafusion.sql_parser.enable_ident_normalization", false)
+        .set_bool("datafusion.execution.parquet.pushdown_filters", true)
+        .set_bool("datafusion.execution.parquet.reorder_filters", true);
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(limits.memory_bytes, 1.0)
+        .build_arc()
+        .map_err(|e| QueryError::Internal(e.to_string()))?;
+    let session_state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .build();
+    let ctx = SessionContext::new_with_state(session_state);
+    for udf in udfs::all() {
+        ctx.register_udf(udf);
+    }
+    let registered = tables::register(&ctx, state, team_id, &prepared.tables).await?;
+    let zone: chrono_tz::Tz = timezone.parse().unwrap_or(chrono_tz::UTC);
+    Ok(Session {
+        ctx,
+        events_version: registered.events_version,
+        zone,
+        zone_name: zone.name().to_owned(),
+    })
+}
+
+/// A query's answer, shaped as PostHog's HogQLQueryResponse needs it.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub columns: Vec<String>,
+    pub types: Vec<(String, String)>,
+    pub results: Vec<Vec<serde_json::Value>>,
+    pub has_more: Option<bool>,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+    pub read_rows: u64,
+    pub read_bytes: u64,
+    pub result_bytes: u64,
+    pub memory_usage: u64,
+    pub timings: Vec<(String, f64)>,
+}
+
+impl Session {
+    pub async fn execute(
+        &self,
+        prepared: &Prepared,
+        limits: &Limits,
+    ) -> Result<Output, QueryError> {
+        let started = Instant::now();
+        let state = self.ctx.state();
+        let plan = state
+            .statement_to_plan(DfStatement::Statement(Box::new(prepared.statement.clone())))
+            .await
+            .map_err(classify)?;
+        let physical = state.create_physical_plan(&plan).await.map_err(classify)?;
+        let planned = started.elapsed().as_secs_f64();
+        let task = self.ctx.task_ctx();
+        let run = collect(physical.clone(), task);
+        let batches: Vec<RecordBatch> = match tokio::time::timeout(limits.timeout, run).await {
+            Ok(result) => result.map_err(classify)?,
+            Err(_) => return Err(QueryError::Timeout),
+        };
+        let executed = started.elapsed().as_secs_f64() - planned;
+        let schema = physical.schema();
+        let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let types = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                (
+                    f.name().clone(),
+                    results::clickhouse_type(f, &self.zone_name),
+                )
+            })
+            .collect();
+        let mut rows = results::rows(&batches, self.zone);
+        let (has_more, limit, offset) = if prepared.paginated {
+            let more = rows.len() as u64 > DEFAULT_LIMIT;
+            rows.truncate(DEFAULT_LIMIT as usize);
+            (Some(more), Some(DEFAULT_LIMIT), Some(0))
+        } else {
+            (None, None, None)
+        };
+        let (read_rows, read_bytes) = scanned(physical.as_ref());
+        let result_bytes = batches
+            .iter()
+            .map(|b| b.get_array_memory_size() as u64)
+            .sum();
+        let memory_usage = self.ctx.runtime_env().memory_pool.reserved() as u64;
+        Ok(Output {
+            columns,
+            types,
+            results: rows,
+            has_more,
+            limit,
+            offset,
+            read_rows,
+            read_bytes,
+            result_bytes,
+            memory_usage,
+            timings: vec![
+                ("./plan".into(), planned),
+                ("./execute".into(), executed),
+                (".".into(), started.elapsed().as_secs_f64()),
+            ],
+        })
+    }
+}
+
+/// Rows and bytes the leaf scans produced.
+fn scanned(plan: &dyn ExecutionPlan) -> (u64, u64) {
+    let children = plan.children();
+    if children.is_empty() {
+        let metrics = plan.metrics();
+        let rows = metrics.as_ref().and_then(|m| m.output_rows()).unwrap_or(0) as u64;
+        let bytes = metrics
+            .as_ref()
+            .and_then(|m| m.sum_by_name("bytes_scanned"))
+            .map(|v| v.as_usize() as u64)
+            .unwrap_or(0);
+        return (rows, bytes);
+    }
+    children.iter().fold((0, 0), |(r, b), child| {
+        let (cr, cb) = scanned(child.as_ref());
+        (r + cr, b + cb)
+    })
+}
+
+/// DataFusion's errors, sorted into what the user did and what went wrong on our side.
+fn classify(error: DataFusionError) -> QueryError {
+    match error.find_root() {
+        DataFusionError::ResourcesExhausted(_) => QueryError::Memory,
+        DataFusionError::Plan(_) | DataFusionError::SchemaError(_, _) => {
+            QueryError::Query(clean(&error.find_root().to_string()))
+        }
+        DataFusionError::SQL(e, _) => QueryError::Query(clean(&e.to_string())),
+        DataFusionError::NotImplemented(message) => {
+            QueryError::Query(format!("Not supported: {message}"))
+        }
+        DataFusionError::Execution(message) => QueryError::Query(clean(message)),
+        DataFusionError::ArrowError(e, _) => QueryError::Query(clean(&e.to_string())),
+        _ => QueryError::Internal(error.to_string()),
+    }
+}
+
+/// Drops DataFusion's own prefixes and hides our internal names.
+fn clean(message: &str) -> String {
+    let mut text = message.to_owned();
+    for prefix in [
+        "Error during planning: ",
+        "Schema error: ",
+        "Execution error: ",
+        "Arrow error: ",
+    ] {
+        text = text.replace(prefix, "");
+    }
+    text.replace("__events_raw", "events")
+}

@@ -1,0 +1,165 @@
+//! Text → AST: the ClickHouse dialect of sqlparser, after a token pass for what HogQL adds on top
+//! (`$`-prefixed identifiers such as `properties.$browser`, `{placeholder}` bindings and `==`).
+
+use datafusion::sql::sqlparser::ast::{Query, Statement};
+use datafusion::sql::sqlparser::dialect::ClickHouseDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+
+use super::QueryError;
+
+/// How deep expressions may nest before the parser refuses (protects the stack).
+const RECURSION_LIMIT: usize = 64;
+/// Placeholders become identifiers with this prefix, replaced by literals after parsing.
+pub const PLACEHOLDER_PREFIX: &str = "__placeholder_";
+
+/// A parsed query and the placeholder paths it names, in order (`variables.x`, `event`, ...).
+pub struct Parsed {
+    pub query: Box<Query>,
+    pub placeholders: Vec<String>,
+}
+
+pub fn parse(text: &str) -> Result<Parsed, QueryError> {
+    let dialect = ClickHouseDialect {};
+    let tokens = Tokenizer::new(&dialect, text)
+        .tokenize_with_location()
+        .map_err(|e| QueryError::Syntax(e.to_string()))?;
+    let (tokens, placeholders) = rewrite_tokens(tokens)?;
+    let mut statements = Parser::new(&dialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(|e| QueryError::Syntax(syntax_message(&e.to_string())))?;
+    if statements.len() != 1 {
+        return Err(QueryError::Syntax(if statements.is_empty() {
+            "Empty query".into()
+        } else {
+            "Only one statement may be run at a time".into()
+        }));
+    }
+    match statements.remove(0) {
+        Statement::Query(query) => Ok(Parsed {
+            query,
+            placeholders,
+        }),
+        other => Err(QueryError::Syntax(format!(
+            "Only SELECT queries are supported, not {}",
+            statement_kind(&other)
+        ))),
+    }
+}
+
+fn syntax_message(raw: &str) -> String {
+    raw.strip_prefix("sql parser error: ")
+        .unwrap_or(raw)
+        .to_owned()
+}
+
+fn statement_kind(statement: &Statement) -> String {
+    let text = statement.to_string();
+    text.split_whitespace()
+        .next()
+        .unwrap_or("that statement")
+        .to_uppercase()
+}
+
+fn rewrite_tokens(
+    tokens: Vec<TokenWithSpan>,
+) -> Result<(Vec<TokenWithSpan>, Vec<String>), QueryError> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut placeholders = Vec::new();
+    let mut iter = tokens.into_iter().peekable();
+    while let Some(item) = iter.next() {
+        match item.token {
+            Token::Placeholder(ref name) if is_dollar_identifier(name) => {
+                out.push(TokenWithSpan::new(quoted_word(name), item.span));
+            }
+            Token::DoubleEq => out.push(TokenWithSpan::new(Token::Eq, item.span)),
+            Token::LBrace => {
+                // `{name}` or `{a.b.c}`: a binding, never text spliced into the query.
+                let mut path = Vec::new();
+                let mut expect_word = true;
+                let mut closed = false;
+                for next in iter.by_ref() {
+                    match (&next.token, expect_word) {
+                        (Token::Whitespace(_), _) => {}
+                        (Token::Word(word), true) => {
+                            path.push(word.value.clone());
+                            expect_word = false;
+                        }
+                        (Token::Period, false) => expect_word = true,
+                        (Token::RBrace, false) => {
+                            closed = true;
+                            break;
+                        }
+                        _ => break,
+                    }
+                }
+                if !closed || path.is_empty() {
+                    return Err(QueryError::Syntax(
+                        "Placeholders are written {name} or {variables.code_name}".into(),
+                    ));
+                }
+                let index = placeholders.len();
+                placeholders.push(path.join("."));
+                out.push(TokenWithSpan::new(
+                    Token::Word(Word {
+                        value: format!("{PLACEHOLDER_PREFIX}{index}"),
+                        quote_style: None,
+                        keyword: datafusion::sql::sqlparser::keywords::Keyword::NoKeyword,
+                    }),
+                    item.span,
+                ));
+            }
+            _ => out.push(item),
+        }
+    }
+    Ok((out, placeholders))
+}
+
+fn is_dollar_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next() == Some('$')
+        && chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name[1..]
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+}
+
+fn quoted_word(name: &str) -> Token {
+    Token::Word(Word {
+        value: name.to_owned(),
+        quote_style: Some('`'),
+        keyword: datafusion::sql::sqlparser::keywords::Keyword::NoKeyword,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dollar_identifiers_and_placeholders() {
+        let parsed =
+            parse("select properties.$browser, $session_id from events where event == {name}")
+                .unwrap();
+        let text = parsed.query.to_string();
+        assert!(text.contains("properties.`$browser`"), "{text}");
+        assert!(text.contains("`$session_id`"), "{text}");
+        assert!(text.contains("event = __placeholder_0"), "{text}");
+        assert_eq!(parsed.placeholders, vec!["name".to_owned()]);
+    }
+
+    #[test]
+    fn refuses_other_statements() {
+        for sql in [
+            "drop table events",
+            "insert into events values (1)",
+            "select 1; select 2",
+            "",
+            "set x = 1",
+        ] {
+            assert!(parse(sql).is_err(), "{sql}");
+        }
+    }
+}

@@ -1,0 +1,709 @@
+//! AST → AST: what makes the dialect HogQL-compatible and keeps a project inside its own data.
+//! Only the project's tables (and the query's own CTEs) may be named; functions come from the
+//! allow-list; properties become JSON look-ups; `=`/`!=`/LIKE never return NULL; placeholders
+//! are bound as literals; the top-level LIMIT is defaulted and capped.
+
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    AccessExpr, BinaryOperator, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator,
+    LimitClause, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Subscript,
+    TableAlias, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use serde_json::Value as Json;
+
+use super::QueryError;
+use super::functions::{self, string_literal};
+use super::parse::PLACEHOLDER_PREFIX;
+
+pub const DEFAULT_LIMIT: u64 = 100;
+pub const MAX_LIMIT: u64 = 50_000;
+
+/// Values a query's `{placeholders}` may name.
+#[derive(Debug, Default, Clone)]
+pub struct Bindings {
+    /// `{name}` → value (the request's `values`).
+    pub values: serde_json::Map<String, Json>,
+    /// `{variables.code_name}` → value.
+    pub variables: serde_json::Map<String, Json>,
+}
+
+pub struct Rewritten {
+    pub query: Query,
+    /// The project tables the query names.
+    pub tables: Vec<String>,
+    /// No LIMIT was given: one extra row was asked for, to tell `hasMore`.
+    pub paginated: bool,
+}
+
+pub fn rewrite(
+    mut query: Query,
+    placeholders: &[String],
+    bindings: &Bindings,
+    tables: &[&str],
+) -> Result<Rewritten, QueryError> {
+    let mut names = CteNames::default();
+    let _ = Visit::visit(&query, &mut names);
+    if let Some(bad) = names.names.iter().find(|name| name.starts_with("__")) {
+        return Err(QueryError::Query(format!("Reserved name `{bad}`")));
+    }
+    let values = placeholders
+        .iter()
+        .map(|path| bind(path, bindings))
+        .collect::<Result<Vec<_>, _>>()?;
+    name_top_level_columns(&mut query);
+    let mut rewriter = Rewriter {
+        tables: tables.iter().map(|t| t.to_string()).collect(),
+        ctes: names.names,
+        values,
+        positive: HashSet::new(),
+        used: HashSet::new(),
+    };
+    if let ControlFlow::Break(error) = VisitMut::visit(&mut query, &mut rewriter) {
+        return Err(error);
+    }
+    let paginated = apply_top_level_limit(&mut query)?;
+    let mut tables: Vec<String> = rewriter.used.into_iter().collect();
+    tables.sort();
+    Ok(Rewritten {
+        query,
+        tables,
+        paginated,
+    })
+}
+
+#[derive(Default)]
+struct CteNames {
+    names: HashSet<String>,
+}
+
+impl Visitor for CteNames {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                self.names.insert(cte.alias.name.value.clone());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn bind(path: &str, bindings: &Bindings) -> Result<Expr, QueryError> {
+    let value = if let Some(code_name) = path.strip_prefix("variables.") {
+        bindings.variables.get(code_name).ok_or_else(|| {
+            QueryError::Query(format!("Variable {code_name} is missing from query"))
+        })?
+    } else if path.contains('.') {
+        return Err(QueryError::Query(format!(
+            "Placeholder {{{path}}} is not available in this context"
+        )));
+    } else {
+        match bindings.values.get(path) {
+            Some(value) => value,
+            None if bindings.values.is_empty() => {
+                return Err(QueryError::Query(format!(
+                    "Unresolved placeholder: {{{path}}}"
+                )));
+            }
+            None => {
+                let mut known: Vec<&str> = bindings.values.keys().map(String::as_str).collect();
+                known.sort();
+                return Err(QueryError::Query(format!(
+                    "Placeholder {{{path}}} is not available in this context. You can use the following: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+    };
+    literal(value, path)
+}
+
+fn literal(value: &Json, path: &str) -> Result<Expr, QueryError> {
+    Ok(match value {
+        Json::Null => Expr::Value(Value::Null.into()),
+        Json::Bool(flag) => Expr::Value(Value::Boolean(*flag).into()),
+        Json::Number(number) => Expr::Value(Value::Number(number.to_string(), false).into()),
+        Json::String(text) => string_literal(text),
+        Json::Array(items) => Expr::Array(datafusion::sql::sqlparser::ast::Array {
+            elem: items
+                .iter()
+                .map(|item| literal(item, path))
+                .collect::<Result<_, _>>()?,
+            named: false,
+        }),
+        Json::Object(_) => {
+            return Err(QueryError::Query(format!(
+                "Placeholder {{{path}}} is an object; only constants and lists of constants can be bound"
+            )));
+        }
+    })
+}
+
+/// Unaliased top-level columns are named by their HogQL text (`count()`, `properties.$browser`).
+fn name_top_level_columns(query: &mut Query) {
+    if let SetExpr::Select(select) = query.body.as_mut() {
+        for item in &mut select.projection {
+            if let SelectItem::UnnamedExpr(expr) = item
+                && !matches!(expr, Expr::Identifier(_))
+            {
+                let name = expr.to_string().replace('`', "");
+                let alias = Ident::with_quote('"', name);
+                *item = SelectItem::ExprWithAlias {
+                    expr: expr.clone(),
+                    alias,
+                };
+            }
+        }
+    }
+}
+
+fn apply_top_level_limit(query: &mut Query) -> Result<bool, QueryError> {
+    match &mut query.limit_clause {
+        None => {
+            query.limit_clause = Some(LimitClause::LimitOffset {
+                limit: Some(number(DEFAULT_LIMIT + 1)),
+                offset: None,
+                limit_by: Vec::new(),
+            });
+            Ok(true)
+        }
+        Some(LimitClause::LimitOffset { limit, .. }) => {
+            if let Some(expr) = limit {
+                let value = constant_u64(expr, "LIMIT")?;
+                *expr = number(value.min(MAX_LIMIT));
+            } else {
+                *limit = Some(number(MAX_LIMIT));
+            }
+            Ok(false)
+        }
+        Some(LimitClause::OffsetCommaLimit { limit, .. }) => {
+            let value = constant_u64(limit, "LIMIT")?;
+            *limit = number(value.min(MAX_LIMIT));
+            Ok(false)
+        }
+    }
+}
+
+fn constant_u64(expr: &Expr, clause: &str) -> Result<u64, QueryError> {
+    match expr {
+        Expr::Value(value) => match &value.value {
+            Value::Number(text, _) => text
+                .parse()
+                .map_err(|_| QueryError::Query(format!("{clause} must be a non-negative integer"))),
+            _ => Err(QueryError::Query(format!(
+                "{clause} must be a non-negative integer"
+            ))),
+        },
+        Expr::Nested(inner) => constant_u64(inner, clause),
+        _ => Err(QueryError::Query(format!("{clause} must be a constant"))),
+    }
+}
+
+fn number(value: u64) -> Expr {
+    Expr::Value(Value::Number(value.to_string(), false).into())
+}
+
+struct Rewriter {
+    tables: HashSet<String>,
+    ctes: HashSet<String>,
+    values: Vec<Expr>,
+    /// Comparisons whose NULL already means "no row" (top-level conjuncts of WHERE, HAVING, ON):
+    /// they stay plain so DataFusion can push them into scans.
+    positive: HashSet<usize>,
+    used: HashSet<String>,
+}
+
+fn address(expr: &Expr) -> usize {
+    expr as *const Expr as usize
+}
+
+fn collect_conjuncts(expr: &Expr, out: &mut HashSet<usize>) {
+    match expr {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            collect_conjuncts(left, out);
+            collect_conjuncts(right, out);
+        }
+        Expr::Nested(inner) => collect_conjuncts(inner, out),
+        other => {
+            out.insert(address(other));
+        }
+    }
+}
+
+fn refuse<T>(message: impl Into<String>) -> ControlFlow<QueryError, T> {
+    ControlFlow::Break(QueryError::Query(message.into()))
+}
+
+impl Rewriter {
+    fn mark_positive(&mut self, select: &Select) {
+        for expr in [&select.selection, &select.having, &select.prewhere]
+            .into_iter()
+            .flatten()
+        {
+            collect_conjuncts(expr, &mut self.positive);
+        }
+        for table in &select.from {
+            for join in &table.joins {
+                if let JoinOperator::Join(JoinConstraint::On(on))
+                | JoinOperator::Inner(JoinConstraint::On(on)) = &join.join_operator
+                {
+                    collect_conjuncts(on, &mut self.positive);
+                }
+            }
+        }
+    }
+
+    fn mark_set(&mut self, body: &SetExpr) {
+        match body {
+            SetExpr::Select(select) => self.mark_positive(select),
+            SetExpr::SetOperation { left, right, .. } => {
+                self.mark_set(left);
+                self.mark_set(right);
+            }
+            _ => {}
+        }
+    }
+
+    fn check_set(&self, body: &mut SetExpr) -> ControlFlow<QueryError> {
+        match body {
+            SetExpr::Select(select) => check_select(select),
+            SetExpr::Query(_) => ControlFlow::Continue(()),
+            SetExpr::SetOperation { left, right, .. } => {
+                self.check_set(left)?;
+                self.check_set(right)
+            }
+            SetExpr::Values(_) => ControlFlow::Continue(()),
+            _ => refuse("Only SELECT queries are supported"),
+        }
+    }
+
+    fn property(&self, path: &[String]) -> Option<Expr> {
+        // [properties, k...], [person, properties, k...], [T, properties, k...],
+        // [T, person, properties, k...]; `person.id` is `person_id`.
+        let (qualifier, rest) = match path {
+            [first, rest @ ..] if first == "properties" || first == "person" => (None, path),
+            [table, rest @ ..] => (Some(table.as_str()), rest),
+            [] => return None,
+        };
+        let _ = rest;
+        let rest = if qualifier.is_some() {
+            &path[1..]
+        } else {
+            path
+        };
+        let column = |name: &str| -> Expr {
+            match qualifier {
+                Some(table) => Expr::CompoundIdentifier(vec![Ident::new(table), Ident::new(name)]),
+                None => Expr::Identifier(Ident::new(name)),
+            }
+        };
+        match rest {
+            [properties, keys @ ..] if properties == "properties" && !keys.is_empty() => {
+                Some(functions::property(column("properties"), keys))
+            }
+            [person, properties, keys @ ..] if person == "person" && properties == "properties" => {
+                if keys.is_empty() {
+                    Some(column("person_properties"))
+                } else {
+                    Some(functions::property(column("person_properties"), keys))
+                }
+            }
+            [person, id] if person == "person" && id == "id" => Some(column("person_id")),
+            _ => None,
+        }
+    }
+}
+
+fn check_select(select: &mut Select) -> ControlFlow<QueryError> {
+    if select.into.is_some() {
+        return refuse("SELECT INTO is not supported");
+    }
+    if !select.lateral_views.is_empty()
+        || !select.cluster_by.is_empty()
+        || !select.distribute_by.is_empty()
+        || !select.sort_by.is_empty()
+        || !select.connect_by.is_empty()
+    {
+        return refuse("This clause is not supported");
+    }
+    if let GroupByExpr::Expressions(_, modifiers) = &select.group_by
+        && !modifiers.is_empty()
+    {
+        return refuse("GROUP BY modifiers are not supported");
+    }
+    // ClickHouse's PREWHERE is a WHERE evaluated earlier: same rows.
+    if let Some(prewhere) = select.prewhere.take() {
+        select.selection = Some(match select.selection.take() {
+            Some(selection) => Expr::BinaryOp {
+                left: Box::new(Expr::Nested(Box::new(prewhere))),
+                op: BinaryOperator::And,
+                right: Box::new(Expr::Nested(Box::new(selection))),
+            },
+            None => prewhere,
+        });
+    }
+    ControlFlow::Continue(())
+}
+
+fn ident_path(expr: &Expr) -> Option<Vec<String>> {
+    match expr {
+        Expr::Identifier(ident) => Some(vec![ident.value.clone()]),
+        Expr::CompoundIdentifier(idents) => Some(idents.iter().map(|i| i.value.clone()).collect()),
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            let mut path = ident_path(root)?;
+            for access in access_chain {
+                match access {
+                    AccessExpr::Dot(inner) => path.extend(ident_path(inner)?),
+                    AccessExpr::Subscript(Subscript::Index { index }) => match index {
+                        Expr::Value(value) => match &value.value {
+                            Value::SingleQuotedString(key) | Value::DoubleQuotedString(key) => {
+                                path.push(key.clone())
+                            }
+                            _ => return None,
+                        },
+                        _ => return None,
+                    },
+                    _ => return None,
+                }
+            }
+            Some(path)
+        }
+        _ => None,
+    }
+}
+
+fn null_safe(expr: &mut Expr) {
+    let taken = std::mem::replace(expr, Expr::Value(Value::Null.into()));
+    *expr = match taken {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => Expr::IsNotDistinctFrom(left, right),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::NotEq,
+            right,
+        } => Expr::IsDistinctFrom(left, right),
+        like @ (Expr::Like { .. } | Expr::ILike { .. }) => {
+            let negated = matches!(
+                &like,
+                Expr::Like { negated: true, .. } | Expr::ILike { negated: true, .. }
+            );
+            coalesce(like, !negated)
+        }
+        other => other,
+    };
+}
+
+fn coalesce(expr: Expr, default_false: bool) -> Expr {
+    let fallback = Expr::Value(Value::Boolean(!default_false).into());
+    let text = "coalesce(__arg_0, __arg_1)";
+    let mut call = Parser::new(&GenericDialect {})
+        .try_with_sql(text)
+        .and_then(|mut parser| parser.parse_expr())
+        .unwrap_or(Expr::Value(Value::Null.into()));
+    let mut args = vec![expr, fallback];
+    let _ = VisitMut::visit(&mut call, &mut Fill { args: &mut args });
+    call
+}
+
+struct Fill<'a> {
+    args: &'a mut Vec<Expr>,
+}
+
+impl VisitorMut for Fill<'_> {
+    type Break = ();
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Identifier(ident) = expr
+            && let Some(index) = ident.value.strip_prefix("__arg_")
+            && let Ok(index) = index.parse::<usize>()
+            && let Some(arg) = self.args.get_mut(index)
+        {
+            *expr = arg.clone();
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl VisitorMut for Rewriter {
+    type Break = QueryError;
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<QueryError> {
+        if query.settings.is_some() {
+            query.settings = None;
+        }
+        if query.format_clause.is_some() || query.for_clause.is_some() || !query.locks.is_empty() {
+            return refuse("FORMAT, FOR and locking clauses are not supported");
+        }
+        if !query.pipe_operators.is_empty() {
+            return refuse("Pipe operators are not supported");
+        }
+        limit_by(query)?;
+        self.check_set(&mut query.body)?;
+        self.mark_set(&query.body);
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<QueryError> {
+        match factor {
+            TableFactor::Table {
+                name,
+                args,
+                with_hints,
+                version,
+                partitions,
+                json_path,
+                sample,
+                index_hints,
+                ..
+            } => {
+                let parts: Vec<&ObjectNamePart> = name.0.iter().collect();
+                let table = match parts.as_slice() {
+                    [ObjectNamePart::Identifier(ident)] => ident.value.clone(),
+                    _ => return refuse(format!("Unknown table `{name}`.")),
+                };
+                if args.is_some() {
+                    return refuse(format!("Table '{table}' does not accept arguments"));
+                }
+                if !with_hints.is_empty()
+                    || version.is_some()
+                    || !partitions.is_empty()
+                    || json_path.is_some()
+                    || !index_hints.is_empty()
+                {
+                    return refuse(format!("Unsupported clause on table `{table}`"));
+                }
+                *sample = None;
+                if self.tables.contains(&table) {
+                    self.used.insert(table.clone());
+                }
+                if !(self.tables.contains(&table) || self.ctes.contains(&table)) {
+                    let mut known: Vec<&str> = self.tables.iter().map(String::as_str).collect();
+                    known.sort();
+                    return refuse(format!(
+                        "Unknown table `{table}`. Tables you can query: {}.",
+                        known.join(", ")
+                    ));
+                }
+                ControlFlow::Continue(())
+            }
+            TableFactor::Derived { .. } | TableFactor::NestedJoin { .. } => {
+                ControlFlow::Continue(())
+            }
+            _ => refuse("Only tables and subqueries may appear in FROM"),
+        }
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<QueryError> {
+        if let Expr::Identifier(ident) = expr
+            && ident.quote_style.is_none()
+            && let Some(index) = ident.value.strip_prefix(PLACEHOLDER_PREFIX)
+        {
+            let index: usize = index.parse().unwrap_or(usize::MAX);
+            return match self.values.get(index) {
+                Some(value) => {
+                    *expr = value.clone();
+                    ControlFlow::Continue(())
+                }
+                None => refuse("Unresolved placeholder"),
+            };
+        }
+        if matches!(
+            expr,
+            Expr::CompoundIdentifier(_) | Expr::CompoundFieldAccess { .. }
+        ) && let Some(path) = ident_path(expr)
+            && let Some(replacement) = self.property(&path)
+        {
+            *expr = replacement;
+            return ControlFlow::Continue(());
+        }
+        if let Expr::Function(function) = expr {
+            match functions::rewrite_call(function) {
+                Ok(Some(replacement)) => *expr = replacement,
+                Ok(None) => {}
+                Err(error) => return ControlFlow::Break(error),
+            }
+            return ControlFlow::Continue(());
+        }
+        // `=` and LIKE in a filter conjunct: NULL already drops the row, as false would.
+        // `!=` and NOT LIKE must turn NULL into true, wherever they are.
+        let (comparison, keeps_rows_on_null) = match expr {
+            Expr::BinaryOp {
+                op: BinaryOperator::Eq,
+                ..
+            } => (true, false),
+            Expr::BinaryOp {
+                op: BinaryOperator::NotEq,
+                ..
+            } => (true, true),
+            Expr::Like { negated, .. } | Expr::ILike { negated, .. } => (true, *negated),
+            _ => (false, false),
+        };
+        if comparison && (keeps_rows_on_null || !self.positive.contains(&address(expr))) {
+            null_safe(expr);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// `LIMIT n [OFFSET m] BY keys`: the first n rows (after m) of each key, in the query's order.
+/// Becomes a window rank over the query's own output, filtered, then ordered as asked.
+fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
+    let Some(LimitClause::LimitOffset {
+        limit,
+        offset,
+        limit_by,
+    }) = &query.limit_clause
+    else {
+        return ControlFlow::Continue(());
+    };
+    if limit_by.is_empty() {
+        return ControlFlow::Continue(());
+    }
+    let keep = match limit.as_ref().map(|l| constant_u64(l, "LIMIT BY")) {
+        Some(Ok(n)) => n,
+        Some(Err(e)) => return ControlFlow::Break(e),
+        None => return refuse("LIMIT BY needs a row count"),
+    };
+    let skip = match offset.as_ref().map(|o| constant_u64(&o.value, "OFFSET")) {
+        Some(Ok(n)) => n,
+        Some(Err(e)) => return ControlFlow::Break(e),
+        None => 0,
+    };
+    let keys = limit_by.clone();
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return refuse("LIMIT BY is supported on a single SELECT");
+    };
+    // Name every output column, so the keys and the order can refer to them from outside.
+    let mut outer_columns = Vec::new();
+    let mut by_text = Vec::new();
+    for (index, item) in select.projection.iter_mut().enumerate() {
+        let inner = format!("__c{index}");
+        let (expr, name) = match item {
+            SelectItem::UnnamedExpr(expr) => (expr.clone(), expr.to_string().replace('`', "")),
+            SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), alias.value.clone()),
+            _ => return refuse("LIMIT BY cannot be combined with * in the select list"),
+        };
+        by_text.push((expr.to_string(), name.clone(), inner.clone()));
+        outer_columns.push((inner.clone(), name));
+        *item = SelectItem::ExprWithAlias {
+            expr,
+            alias: Ident::new(inner),
+        };
+    }
+    let refer = |expr: &Expr| -> Expr {
+        let text = expr.to_string();
+        by_text
+            .iter()
+            .find(|(expr_text, name, _)| *expr_text == text || *name == text)
+            .map(|(_, _, inner)| Expr::Identifier(Ident::new(inner.clone())))
+            .unwrap_or_else(|| expr.clone())
+    };
+    let order: Vec<(Expr, String)> = match &query.order_by {
+        Some(order_by) => match &order_by.kind {
+            OrderByKind::Expressions(items) => items
+                .iter()
+                .map(|item| {
+                    let mut options = String::new();
+                    if item.options.asc == Some(false) {
+                        options.push_str(" DESC");
+                    }
+                    match item.options.nulls_first {
+                        Some(true) => options.push_str(" NULLS FIRST"),
+                        Some(false) => options.push_str(" NULLS LAST"),
+                        None => {}
+                    }
+                    (refer(&item.expr), options)
+                })
+                .collect(),
+            OrderByKind::All(_) => return refuse("ORDER BY ALL cannot be combined with LIMIT BY"),
+        },
+        None => Vec::new(),
+    };
+    let mut args: Vec<Expr> = keys.iter().map(&refer).collect();
+    let partition: Vec<String> = (0..args.len()).map(|i| format!("__arg_{i}")).collect();
+    let mut ordering = Vec::new();
+    for (expr, options) in &order {
+        ordering.push(format!("__arg_{}{options}", args.len()));
+        args.push(expr.clone());
+    }
+    let window_order = if ordering.is_empty() {
+        String::new()
+    } else {
+        format!(" ORDER BY {}", ordering.join(", "))
+    };
+    let columns: Vec<String> = outer_columns
+        .iter()
+        .map(|(inner, name)| format!("{inner} AS \"{}\"", name.replace('"', "\"\"")))
+        .collect();
+    let text = format!(
+        "SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY {partition}{window_order}) AS __rank FROM __limit_by_input) AS __limited WHERE __rank > {skip} AND __rank <= {upto}{order}",
+        columns = columns.join(", "),
+        partition = partition.join(", "),
+        upto = skip + keep,
+        order = window_order,
+    );
+    let parsed = match Parser::new(&GenericDialect {})
+        .try_with_sql(&text)
+        .and_then(|mut parser| parser.parse_query())
+    {
+        Ok(parsed) => parsed,
+        Err(e) => return ControlFlow::Break(QueryError::Internal(format!("LIMIT BY: {e}"))),
+    };
+    let mut wrapper = *parsed;
+    let _ = VisitMut::visit(&mut wrapper, &mut Fill { args: &mut args });
+    let inner = Query {
+        with: None,
+        body: query.body.clone(),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    };
+    let _ = VisitMut::visit(&mut wrapper, &mut ReplaceInput { inner: Some(inner) });
+    query.body = wrapper.body;
+    query.order_by = wrapper.order_by;
+    query.limit_clause = None;
+    ControlFlow::Continue(())
+}
+
+struct ReplaceInput {
+    inner: Option<Query>,
+}
+
+impl VisitorMut for ReplaceInput {
+    type Break = ();
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, .. } = factor
+            && name.to_string() == "__limit_by_input"
+            && let Some(inner) = self.inner.take()
+        {
+            *factor = TableFactor::Derived {
+                lateral: false,
+                subquery: Box::new(inner),
+                alias: Some(TableAlias {
+                    explicit: true,
+                    name: Ident::new("__limit_by_input"),
+                    columns: Vec::new(),
+                    at: None,
+                }),
+                sample: None,
+            };
+        }
+        ControlFlow::Continue(())
+    }
+}

@@ -1,0 +1,44 @@
+//! Results cached in object storage, keyed by project + rewritten query + events table version.
+
+use common::AppState;
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutPayload};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+pub fn key(team_id: i64, sql: &str, events_version: Option<u64>) -> String {
+    let mut hash = Sha256::new();
+    hash.update(team_id.to_le_bytes());
+    hash.update(sql.as_bytes());
+    hash.update(events_version.map_or(-1, |v| v as i128).to_le_bytes());
+    format!("cache_{}", hex::encode(hash.finalize()))
+}
+
+fn path(team_id: i64, key: &str) -> Path {
+    Path::from(format!("query-cache/team_id={team_id}/{key}.json"))
+}
+
+pub async fn load(state: &AppState, team_id: i64, key: &str) -> Option<Value> {
+    let bytes = state
+        .objects
+        .get(&path(team_id, key))
+        .await
+        .ok()?
+        .bytes()
+        .await
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+pub async fn store(state: &AppState, team_id: i64, key: &str, response: &Value) {
+    let Ok(bytes) = serde_json::to_vec(response) else {
+        return;
+    };
+    if let Err(error) = state
+        .objects
+        .put(&path(team_id, key), PutPayload::from(bytes))
+        .await
+    {
+        tracing::warn!(%error, "could not cache a query result");
+    }
+}

@@ -1,0 +1,42 @@
+//! Route family `query` (`/api/projects/:project_id/query/...`): run SQL-dialect nodes sync or
+//! async, poll and cancel async runs, read the query log, upgrade nodes, draft SQL.
+
+mod cache;
+mod draft;
+mod errors;
+pub mod jobs;
+mod request;
+mod routes;
+mod runner;
+mod status;
+
+use axum::Router;
+use axum::routing::{get, post};
+use common::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/projects/{project_id}/query", post(routes::create))
+        .route(
+            "/api/projects/{project_id}/query/check_auth_for_async",
+            post(routes::check_auth_for_async),
+        )
+        .route(
+            "/api/projects/{project_id}/query/draft_sql",
+            get(routes::draft_sql),
+        )
+        .route(
+            "/api/projects/{project_id}/query/upgrade",
+            post(routes::upgrade),
+        )
+        .route(
+            "/api/projects/{project_id}/query/{id}",
+            get(routes::retrieve)
+                .delete(routes::cancel)
+                .post(routes::create_with_kind),
+        )
+        .route(
+            "/api/projects/{project_id}/query/{id}/log",
+            get(routes::log),
+        )
+}

@@ -1,0 +1,212 @@
+//! Async query status, kept in the Store (`TEAM#<id>` / `QUERY#<id>`, gone 20 minutes after it
+//! ends), so any instance can answer a poll or a cancel. Results live in object storage (an item
+//! is limited in size); the status names them.
+
+use chrono::{DateTime, Duration, Utc};
+use common::AppState;
+use common::store::{self, Condition, Item, StoreError};
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutPayload};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::request::SqlNode;
+use crate::runner::Caller;
+
+/// How long a finished status stays readable.
+const KEEP_MINUTES: i64 = 20;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Progress {
+    pub bytes_read: u64,
+    pub rows_read: u64,
+    pub estimated_rows_total: u64,
+    pub time_elapsed: u64,
+    pub active_cpu_time: u64,
+}
+
+/// What the worker needs to run the query.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Job {
+    pub text: String,
+    pub name: Option<String>,
+    pub values: Map<String, Value>,
+    pub variables: Map<String, Value>,
+    pub force: bool,
+    pub user: Option<String>,
+    pub api_key_label: Option<String>,
+    pub api_key_mask: Option<String>,
+}
+
+impl Job {
+    pub fn new(node: &SqlNode, caller: &Caller, force: bool) -> Self {
+        Self {
+            text: node.text.clone(),
+            name: node.name.clone(),
+            values: node.bindings.values.clone(),
+            variables: node.bindings.variables.clone(),
+            force,
+            user: caller.user.clone(),
+            api_key_label: caller.api_key_label.clone(),
+            api_key_mask: caller.api_key_mask.clone(),
+        }
+    }
+
+    pub fn node(&self) -> SqlNode {
+        SqlNode {
+            text: self.text.clone(),
+            name: self.name.clone(),
+            bindings: engine::sql::Bindings {
+                values: self.values.clone(),
+                variables: self.variables.clone(),
+            },
+        }
+    }
+
+    pub fn caller(&self) -> Caller {
+        Caller {
+            user: self.user.clone(),
+            api_key_label: self.api_key_label.clone(),
+            api_key_mask: self.api_key_mask.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QueryStatus {
+    pub id: String,
+    pub team_id: i64,
+    pub query_async: bool,
+    pub complete: bool,
+    pub error: bool,
+    pub error_message: Option<String>,
+    pub start_time: DateTime<Utc>,
+    pub pickup_time: Option<DateTime<Utc>>,
+    pub end_time: Option<DateTime<Utc>>,
+    pub expiration_time: DateTime<Utc>,
+    pub task_id: Option<String>,
+    pub insight_id: Option<i64>,
+    pub dashboard_id: Option<i64>,
+    pub labels: Option<Vec<String>>,
+    pub query_progress: Option<Progress>,
+    /// Set by DELETE; the runner stops when it sees it.
+    #[serde(default)]
+    pub cancelled: bool,
+    /// Where the finished result is (object storage).
+    #[serde(default)]
+    pub results_path: Option<String>,
+    /// The query to run.
+    pub job: Job,
+}
+
+fn sort_key(id: &str) -> String {
+    format!("QUERY#{id}")
+}
+
+fn partition(team_id: i64) -> String {
+    format!("TEAM#{team_id}")
+}
+
+fn item(status: &QueryStatus) -> Result<Item, StoreError> {
+    Ok(
+        Item::of(partition(status.team_id), sort_key(&status.id), status)?
+            .with_expiry(status.expiration_time.timestamp()),
+    )
+}
+
+impl QueryStatus {
+    pub fn new(team_id: i64, id: &str, job: Job, longest_run: Duration) -> Self {
+        let now = Utc::now();
+        Self {
+            id: id.to_owned(),
+            team_id,
+            query_async: true,
+            complete: false,
+            error: false,
+            error_message: None,
+            start_time: now,
+            pickup_time: None,
+            end_time: None,
+            expiration_time: now + longest_run + Duration::minutes(KEEP_MINUTES),
+            task_id: Some(uuid::Uuid::now_v7().to_string()),
+            insight_id: None,
+            dashboard_id: None,
+            labels: None,
+            query_progress: None,
+            cancelled: false,
+            results_path: None,
+            job,
+        }
+    }
+
+    /// A new status; refused when one with this id is still around.
+    pub async fn create(&self, state: &AppState) -> Result<(), StoreError> {
+        state.store.put(item(self)?, Condition::NotExists).await
+    }
+
+    pub async fn load(
+        state: &AppState,
+        team_id: i64,
+        id: &str,
+    ) -> Result<Option<Self>, StoreError> {
+        state
+            .store
+            .get(&partition(team_id), &sort_key(id))
+            .await?
+            .map(|item| item.parse())
+            .transpose()
+    }
+
+    /// Changes the stored status under optimistic locking.
+    pub async fn update(
+        state: &AppState,
+        team_id: i64,
+        id: &str,
+        change: impl FnMut(Self) -> Result<Self, StoreError>,
+    ) -> Result<Self, StoreError> {
+        store::update(
+            state.store.as_ref(),
+            &partition(team_id),
+            &sort_key(id),
+            change,
+        )
+        .await
+    }
+
+    /// The status as PostHog answers it, results included when finished.
+    pub async fn payload(&self, state: &AppState) -> Value {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        let results = match &self.results_path {
+            Some(path) => match state.objects.get(&Path::from(path.as_str())).await {
+                Ok(found) => match found.bytes().await {
+                    Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                    Err(_) => Value::Null,
+                },
+                Err(_) => Value::Null,
+            },
+            None => Value::Null,
+        };
+        if let Value::Object(map) = &mut value {
+            map.remove("cancelled");
+            map.remove("results_path");
+            map.remove("job");
+            map.insert("results".into(), results);
+        }
+        value
+    }
+}
+
+pub async fn store_results(
+    state: &AppState,
+    team_id: i64,
+    id: &str,
+    results: &Value,
+) -> Result<String, object_store::Error> {
+    let path = format!("query-results/team_id={team_id}/{id}.json");
+    let bytes = serde_json::to_vec(results).unwrap_or_default();
+    state
+        .objects
+        .put(&Path::from(path.as_str()), PutPayload::from(bytes))
+        .await?;
+    Ok(path)
+}

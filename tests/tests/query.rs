@@ -1,0 +1,241 @@
+//! The SQL dialect through `POST /api/projects/:id/query/`, on both backends, over events sent
+//! through capture and committed to the lake.
+
+use api_tests::{World, error_shape};
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+async fn capture_events(world: &World, project_token: &str, events: Vec<Value>) {
+    let body = json!({"api_key": project_token, "batch": events});
+    let (status, reply) = world
+        .send(Method::POST, "/batch/", None, Some(&body.to_string()))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+}
+
+async fn commit(world: &World, team: i64) {
+    engine::commit_team(&world.backend.state, team)
+        .await
+        .unwrap();
+}
+
+pub async fn query(world: &World, team: i64, key: &str, body: Value) -> (StatusCode, Value) {
+    world
+        .send(
+            Method::POST,
+            &format!("/api/projects/{team}/query/"),
+            Some(key),
+            Some(&body.to_string()),
+        )
+        .await
+}
+
+async fn sql(world: &World, team: i64, text: &str) -> Value {
+    let (status, body) = query(
+        world,
+        team,
+        world.admin_key(),
+        json!({"query": {"kind": "HogQLQuery", "query": text}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}: {body}");
+    body
+}
+
+fn sample_events() -> Vec<Value> {
+    let mut events = Vec::new();
+    for i in 0..30 {
+        let browser = ["Chrome", "Firefox", "Safari"][i % 3];
+        events.push(json!({
+            "event": if i % 5 == 0 { "signed_up" } else { "$pageview" },
+            "distinct_id": format!("user-{}", i % 7),
+            "timestamp": format!("2026-11-{:02}T10:{:02}:00Z", 1 + i % 4, i),
+            "properties": {"$browser": browser, "amount": i, "$session_id": format!("s-{}", i % 4),
+                           "nested": {"level": i % 2}, "$set": {"plan": if i % 2 == 0 {"free"} else {"pro"}}},
+        }));
+    }
+    events
+}
+
+#[tokio::test]
+async fn sql_over_captured_events() {
+    for world in World::all().await {
+        let name = world.name();
+        let team = world.bootstrap.project.id;
+        capture_events(
+            &world,
+            &world.bootstrap.project.api_token.clone(),
+            sample_events(),
+        )
+        .await;
+        commit(&world, team).await;
+
+        let body = sql(
+            &world,
+            team,
+            "select event, count() from events group by event order by event",
+        )
+        .await;
+        assert_eq!(
+            body["results"],
+            json!([["$pageview", 24], ["signed_up", 6]]),
+            "{name} {body}"
+        );
+        assert_eq!(body["columns"], json!(["event", "count()"]), "{name}");
+        assert_eq!(body["hasMore"], json!(false));
+        assert_eq!(body["limit"], json!(100));
+
+        let body = sql(&world, team, "select properties.$browser as b, uniq(distinct_id), sum(toInt(properties.amount)) from events group by b order by b").await;
+        assert_eq!(
+            body["results"][0],
+            json!(["Chrome", 7, 135]),
+            "{name} {body}"
+        );
+
+        let body = sql(
+            &world,
+            team,
+            "select count() from events where properties.missing = 'x'",
+        )
+        .await;
+        assert_eq!(body["results"], json!([[0]]), "{name}");
+        let body = sql(
+            &world,
+            team,
+            "select count() from events where properties.missing != 'x'",
+        )
+        .await;
+        assert_eq!(
+            body["results"],
+            json!([[30]]),
+            "{name}: != is true for a missing property"
+        );
+        let body = sql(&world, team, "select countIf(properties.nested.level = '1'), countIf(properties['$browser'] = 'Safari') from events").await;
+        assert_eq!(body["results"], json!([[15, 10]]), "{name} {body}");
+
+        let body = sql(
+            &world,
+            team,
+            "select toDate(timestamp) d, count() c from events group by d order by d limit 2",
+        )
+        .await;
+        assert_eq!(
+            body["results"],
+            json!([["2026-11-01", 8], ["2026-11-02", 8]]),
+            "{name} {body}"
+        );
+        assert_eq!(
+            body["hasMore"],
+            Value::Null,
+            "{name}: a LIMIT means no pagination"
+        );
+
+        let body = sql(&world, team, "select distinct_id, timestamp from events order by timestamp, distinct_id limit 1 by distinct_id").await;
+        assert_eq!(
+            body["results"].as_array().unwrap().len(),
+            7,
+            "{name} {body}"
+        );
+
+        let body = sql(&world, team, "select dateDiff('day', toDateTime('2026-11-01 23:00:00'), toDateTime('2026-11-02 01:00:00')), if(1 = 1, 'y', 'n'), multiIf(false, 1, true, 2, 3)").await;
+        assert_eq!(body["results"], json!([[1, "y", 2]]), "{name} {body}");
+
+        let body = sql(
+            &world,
+            team,
+            "select event, count() as c from events group by event having c > 10",
+        )
+        .await;
+        assert_eq!(body["results"], json!([["$pageview", 24]]), "{name}");
+
+        let body = sql(&world, team, "with u as (select distinct_id, count() c from events group by distinct_id) select count() from u where c >= 5").await;
+        assert_eq!(body["results"], json!([[2]]), "{name} {body}");
+
+        let body = sql(&world, team, "select event from events union all select event from events union all select event from events union all select event from events").await;
+        assert_eq!(body["results"].as_array().unwrap().len(), 100);
+        assert_eq!(body["hasMore"], json!(true));
+
+        let body = sql(&world, team, "select count() from events e join (select distinct distinct_id from events where event = 'signed_up') s on e.distinct_id = s.distinct_id").await;
+        assert!(body["results"][0][0].as_i64().unwrap() > 0, "{name} {body}");
+
+        let body = sql(
+            &world,
+            team,
+            "select person.properties.plan, count() from events group by 1 order by 1",
+        )
+        .await;
+        assert_eq!(
+            body["results"].as_array().unwrap().len(),
+            2,
+            "{name} {body}"
+        );
+
+        let body = sql(&world, team, "select row_number() over (partition by event order by timestamp) rn from events order by rn desc limit 1").await;
+        assert_eq!(body["results"], json!([[24]]), "{name}");
+
+        let body = sql(&world, team, "select count() from events where timestamp > toDateTime('2026-11-03') - interval 1 day").await;
+        assert_eq!(body["results"], json!([[22]]), "{name} {body}");
+
+        let body = sql(&world, team, "select count() from persons").await;
+        assert_eq!(body["results"], json!([[7]]), "{name} {body}");
+    }
+}
+
+#[tokio::test]
+async fn bad_queries_are_400s_in_the_error_shape() {
+    for world in World::all().await {
+        let name = world.name();
+        let team = world.bootstrap.project.id;
+        for (text, code, needle) in [
+            ("select from where", "hogql_syntax_error", ""),
+            (
+                "select * from nope",
+                "hogql_query_error",
+                "Unknown table `nope`",
+            ),
+            (
+                "select nope(1)",
+                "hogql_query_error",
+                "Unsupported function call 'nope(...)'",
+            ),
+            (
+                "select toDate()",
+                "hogql_query_error",
+                "expects 1 arguments",
+            ),
+            ("drop table events", "hogql_syntax_error", "Only SELECT"),
+            (
+                "select * from information_schema.tables",
+                "hogql_query_error",
+                "Unknown table",
+            ),
+            (
+                "select * from generate_series(1, 3)",
+                "hogql_query_error",
+                "does not accept arguments",
+            ),
+            ("select * from 'data/lake'", "hogql_query_error", ""),
+            (
+                "select {missing}",
+                "hogql_query_error",
+                "Unresolved placeholder",
+            ),
+            ("select 1; select 2", "hogql_syntax_error", ""),
+        ] {
+            let (status, body) = query(
+                &world,
+                team,
+                world.admin_key(),
+                json!({"query": {"kind": "HogQLQuery", "query": text}}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {text}: {body}");
+            let (got, _) = error_shape(&body);
+            assert_eq!(got, code, "{name} {text}: {body}");
+            assert!(
+                body["detail"].as_str().unwrap().contains(needle),
+                "{name} {text}: {body}"
+            );
+        }
+    }
+}
