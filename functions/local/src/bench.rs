@@ -11,6 +11,9 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
+#[path = "bench_query.rs"]
+pub mod query;
+
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Requests/s and latency of `GET /api/users/@me/` over keep-alive connections.
@@ -37,6 +40,9 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 100)]
         batch: usize,
     },
+    /// Typical product-analytics queries through `POST /api/projects/:id/query/` over a
+    /// generated events table, beside DuckDB over the same Parquet files.
+    Query(query::Args),
 }
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
@@ -72,6 +78,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             seconds,
             batch,
         } => capture(connections, seconds, batch).await,
+        BenchCommand::Query(args) => query::run(args).await,
     }
 }
 

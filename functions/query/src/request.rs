@@ -182,6 +182,17 @@ impl QueryRequest {
                 format!("Unknown field: {unknown}."),
             ));
         }
+        match node.get("version") {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => {}
+            Some(_) => {
+                return Err(ApiError::field(
+                    "query.version",
+                    "invalid",
+                    "version must be a positive integer.",
+                ));
+            }
+        }
         let text = match node.get("query") {
             Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
             Some(Value::String(_)) | None | Some(Value::Null) => {

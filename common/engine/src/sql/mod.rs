@@ -111,6 +111,12 @@ pub async fn open_session(
         .set_bool("datafusion.execution.parquet.reorder_filters", true);
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
+        // No spilling: a query over its memory bound fails cleanly instead of filling the disk
+        // (Lambda's /tmp is small).
+        .with_disk_manager_builder(
+            datafusion::execution::disk_manager::DiskManagerBuilder::default()
+                .with_mode(datafusion::execution::disk_manager::DiskManagerMode::Disabled),
+        )
         .build_arc()
         .map_err(|e| QueryError::Internal(e.to_string()))?;
     let session_state = SessionStateBuilder::new()
@@ -155,19 +161,28 @@ impl Session {
         limits: &Limits,
     ) -> Result<Output, QueryError> {
         let started = Instant::now();
-        let state = self.ctx.state();
-        let plan = state
-            .statement_to_plan(DfStatement::Statement(Box::new(prepared.statement.clone())))
-            .await
-            .map_err(classify)?;
-        let physical = state.create_physical_plan(&plan).await.map_err(classify)?;
-        let planned = started.elapsed().as_secs_f64();
-        let task = self.ctx.task_ctx();
-        let run = collect(physical.clone(), task);
-        let batches: Vec<RecordBatch> = match tokio::time::timeout(limits.timeout, run).await {
-            Ok(result) => result.map_err(classify)?,
+        let ctx = self.ctx.clone();
+        let statement = prepared.statement.clone();
+        // Planning (which folds constants) and execution run on the query runtime, so a long
+        // query never starves the server (or the poll that cancels it); dropping this future
+        // aborts the task there.
+        let work = async move {
+            let state = ctx.state();
+            let plan = state
+                .statement_to_plan(DfStatement::Statement(Box::new(statement)))
+                .await?;
+            let physical = state.create_physical_plan(&plan).await?;
+            let planned = started.elapsed().as_secs_f64();
+            let batches = collect(physical.clone(), ctx.task_ctx()).await?;
+            Ok::<_, DataFusionError>((physical, planned, batches))
+        };
+        let running = AbortOnDrop(query_runtime().spawn(work));
+        let (physical, planned, batches) = match tokio::time::timeout(limits.timeout, running).await {
+            Ok(Ok(result)) => result.map_err(classify)?,
+            Ok(Err(join)) => return Err(QueryError::Internal(join.to_string())),
             Err(_) => return Err(QueryError::Timeout),
         };
+        let batches: Vec<RecordBatch> = batches;
         let executed = started.elapsed().as_secs_f64() - planned;
         let schema = physical.schema();
         let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
@@ -263,4 +278,38 @@ fn clean(message: &str) -> String {
         text = text.replace(prefix, "");
     }
     text.replace("__events_raw", "events")
+}
+
+/// The runtime queries execute on: as many threads as cores, apart from the one serving HTTP.
+fn query_runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("query")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|error| panic!("cannot start the query runtime: {error}"))
+    })
+}
+
+/// A task handle that aborts the task when dropped (a timeout, a cancel, a client gone).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
 }
