@@ -94,7 +94,7 @@ def main():
         )
     arrow = arrow_fetcher()
     fetch = arrow or (lambda connection, sql: connection.execute(sql).fetchall())
-    threads = connection.execute("SELECT current_setting('threads')").fetchone()[0]
+    threads = connection.execute("SELECT current_setting('threads')").fetchall()[0][0]
     results = []
     for query in request["queries"]:
         name, sql = query["name"], query["sql"]

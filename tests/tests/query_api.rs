@@ -24,13 +24,18 @@ async fn capture(world: &World, token: &str, distinct_id: &str, marker: &str, co
         .map(|i| json!({"event": marker, "distinct_id": distinct_id, "properties": {"secret": marker, "i": i, "$set": {"owner": marker}}}))
         .collect();
     let (status, body) = world
-        .send(Method::POST, "/batch/", None, Some(&json!({"api_key": token, "batch": batch}).to_string()))
+        .send(
+            Method::POST,
+            "/batch/",
+            None,
+            Some(&json!({"api_key": token, "batch": batch}).to_string()),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
 /// A slow query: a cross join of two 20,000-row generated sets.
-const SLOW: &str = "select count() from (select arrayJoin(range(20000)) as a) x, (select arrayJoin(range(20000)) as b) y where (a * b) % 7 = 3";
+const SLOW: &str = "select count() from (select arrayJoin(range(2000)) as a) x, (select arrayJoin(range(200000)) as b) y where (a * b) % 7 = 3";
 
 #[tokio::test]
 async fn a_project_never_sees_another_projects_data() {
@@ -50,31 +55,70 @@ async fn a_project_never_sees_another_projects_data() {
         capture(&world, &other.api_token, "them", "theirs", 5).await;
         engine::commit_all(&world.backend.state).await.unwrap();
         // The other project's log has a record too.
-        let (status, _) = post(&world, &format!("/api/projects/{}/query/", other.id), world.admin_key(), hogql("select 'theirs-log-marker'")).await;
+        let (status, _) = post(
+            &world,
+            &format!("/api/projects/{}/query/", other.id),
+            world.admin_key(),
+            hogql("select 'theirs-log-marker'"),
+        )
+        .await;
         assert_eq!(status, StatusCode::OK);
 
         let key = world.key(&["query:read"], Some(vec![mine.id])).await;
         let path = format!("/api/projects/{}/query/", mine.id);
-        let (status, body) = post(&world, &path, &key, hogql("select count(), uniq(event) from events")).await;
+        let (status, body) = post(
+            &world,
+            &path,
+            &key,
+            hogql("select count(), uniq(event) from events"),
+        )
+        .await;
         assert_eq!(status, StatusCode::OK, "{name} {body}");
         assert_eq!(body["results"], json!([[3, 1]]), "{name}");
 
         for (text, allowed_rows) in [
-            ("select count() from events where event = 'theirs'", Some(json!([[0]]))),
-            ("select event from events union all select event from events where properties.secret = 'theirs'", None),
-            ("select * from (select * from events) e where e.event = 'theirs'", Some(json!([]))),
-            ("select count() from persons where properties.owner = 'theirs'", Some(json!([[0]]))),
-            ("select count() from query_log where query like '%theirs-log-marker%'", Some(json!([[0]]))),
-            ("/* events of team 2 */ select count() from events -- where team_id = 2", Some(json!([[3]]))),
-            ("select count() from events where team_id = 2 or 1 = 1", Some(json!([[3]]))),
-            ("SELECT COUNT() FROM events WHERE event = 'theirs'", Some(json!([[0]]))),
+            (
+                "select count() from events where event = 'theirs'",
+                Some(json!([[0]])),
+            ),
+            (
+                "select event from events union all select event from events where properties.secret = 'theirs'",
+                None,
+            ),
+            (
+                "select * from (select * from events) e where e.event = 'theirs'",
+                Some(json!([])),
+            ),
+            (
+                "select count() from persons where properties.owner = 'theirs'",
+                Some(json!([[0]])),
+            ),
+            (
+                "select count() from query_log where query like '%theirs-log-marker%'",
+                Some(json!([[0]])),
+            ),
+            (
+                "/* events of team 2 */ select count() from events -- where team_id = 2",
+                Some(json!([[3]])),
+            ),
+            (
+                "select count() from events where team_id = 2 or 1 = 1",
+                Some(json!([[3]])),
+            ),
+            (
+                "SELECT COUNT() FROM events WHERE event = 'theirs'",
+                Some(json!([[0]])),
+            ),
         ] {
             let (status, body) = post(&world, &path, &key, hogql(text)).await;
             assert_eq!(status, StatusCode::OK, "{name} {text}: {body}");
             if let Some(rows) = allowed_rows {
                 assert_eq!(body["results"], rows, "{name} {text}");
             }
-            assert!(!body["results"].to_string().contains("theirs"), "{name} {text}: {body}");
+            assert!(
+                !body["results"].to_string().contains("theirs"),
+                "{name} {text}: {body}"
+            );
         }
         for text in [
             &format!("select * from datafusion.public.events"),
@@ -99,16 +143,35 @@ async fn a_project_never_sees_another_projects_data() {
             error_shape(&body);
         }
         // The key cannot even ask in the other project's name.
-        let (status, body) = post(&world, &format!("/api/projects/{}/query/", other.id), &key, hogql("select 1")).await;
+        let (status, body) = post(
+            &world,
+            &format!("/api/projects/{}/query/", other.id),
+            &key,
+            hogql("select 1"),
+        )
+        .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name} {body}");
-        let (status, _) = post(&world, &path, &world.key(&["insight:read"], None).await, hogql("select 1")).await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{name}: query:read is required");
+        let (status, _) = post(
+            &world,
+            &path,
+            &world.key(&["insight:read"], None).await,
+            hogql("select 1"),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{name}: query:read is required"
+        );
     }
 }
 
 async fn status_of(world: &World, team: i64, id: &str) -> (StatusCode, Value) {
     world
-        .get(&format!("/api/projects/{team}/query/{id}/"), Some(world.admin_key()))
+        .get(
+            &format!("/api/projects/{team}/query/{id}/"),
+            Some(world.admin_key()),
+        )
         .await
 }
 
@@ -143,15 +206,32 @@ async fn async_queries_report_status_results_and_log() {
         let query_status = &body["query_status"];
         assert_eq!(query_status["complete"], true);
         assert_eq!(query_status["error"], false);
-        assert_eq!(query_status["results"]["results"], json!([[42]]), "{name} {body}");
+        assert_eq!(
+            query_status["results"]["results"],
+            json!([[42]]),
+            "{name} {body}"
+        );
         for field in ["start_time", "pickup_time", "end_time", "expiration_time"] {
             assert!(query_status[field].is_string(), "{name} {field}: {body}");
         }
-        assert!(query_status["query_progress"]["time_elapsed"].is_number(), "{body}");
+        assert!(
+            query_status["query_progress"]["time_elapsed"].is_number(),
+            "{body}"
+        );
 
-        let (status, body) = world.get(&format!("/api/projects/{team}/query/my-async-1/log/"), Some(world.admin_key())).await;
+        let (status, body) = world
+            .get(
+                &format!("/api/projects/{team}/query/my-async-1/log/"),
+                Some(world.admin_key()),
+            )
+            .await;
         assert_eq!(status, StatusCode::OK, "{name} {body}");
-        let columns: Vec<&str> = body["columns"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+        let columns: Vec<&str> = body["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
         let row = &body["results"][0];
         let field = |name: &str| row[columns.iter().position(|c| *c == name).unwrap()].clone();
         assert_eq!(field("query_id"), "my-async-1");
@@ -159,7 +239,10 @@ async fn async_queries_report_status_results_and_log() {
         assert_eq!(field("name"), "answer");
         assert_eq!(field("result_rows"), 1);
         assert_eq!(field("is_personal_api_key_request"), 1);
-        assert!(field("api_key_mask").as_str().unwrap().starts_with("phx_"), "{body}");
+        assert!(
+            field("api_key_mask").as_str().unwrap().starts_with("phx_"),
+            "{body}"
+        );
 
         // Errors: a failing async query reports its message; unknown ids are 404.
         let (status, _) = post(&world, &path, world.admin_key(), json!({
@@ -169,8 +252,18 @@ async fn async_queries_report_status_results_and_log() {
         assert_eq!(status, StatusCode::ACCEPTED);
         let (status, body) = status_of(&world, team, "nope").await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-        assert_eq!(body["detail"], format!("Query nope not found for team {team}"));
-        let (status, body) = world.send(Method::DELETE, &format!("/api/projects/{team}/query/nope/"), Some(world.admin_key()), None).await;
+        assert_eq!(
+            body["detail"],
+            format!("Query nope not found for team {team}")
+        );
+        let (status, body) = world
+            .send(
+                Method::DELETE,
+                &format!("/api/projects/{team}/query/nope/"),
+                Some(world.admin_key()),
+                None,
+            )
+            .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 
         // The query_log table holds every execution of this project.
@@ -193,15 +286,27 @@ async fn cancel_stops_a_running_query() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (status, _) = status_of(&world, team, "slow-1").await;
         assert_eq!(status, StatusCode::ACCEPTED, "{name}: still running");
-        let (status, body) = world.send(Method::DELETE, &format!("{path}slow-1/"), Some(world.admin_key()), None).await;
+        let (status, body) = world
+            .send(
+                Method::DELETE,
+                &format!("{path}slow-1/"),
+                Some(world.admin_key()),
+                None,
+            )
+            .await;
         assert_eq!(status, StatusCode::NO_CONTENT, "{name} {body}");
         let cancelled_at = std::time::Instant::now();
         let (status, body) = wait_until_done(&world, team, "slow-1").await;
-        assert!(cancelled_at.elapsed() < Duration::from_secs(5), "{name}: the query stopped");
+        assert!(
+            cancelled_at.elapsed() < Duration::from_secs(5),
+            "{name}: the query stopped"
+        );
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
         assert_eq!(body["query_status"]["error_message"], "Query was cancelled");
         // The log says it was interrupted, not finished.
-        let (_, body) = world.get(&format!("{path}slow-1/log/"), Some(world.admin_key())).await;
+        let (_, body) = world
+            .get(&format!("{path}slow-1/log/"), Some(world.admin_key()))
+            .await;
         let text = body["results"].to_string();
         assert!(text.contains("QUERY_WAS_CANCELLED"), "{name} {body}");
     }
@@ -232,10 +337,19 @@ async fn time_memory_and_concurrency_limits_are_clean_errors() {
         };
         let (status, body) = respond(app.clone(), request(SLOW)).await;
         assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{name} {body}");
-        assert!(body["detail"].as_str().unwrap().contains("max execution time"), "{body}");
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .contains("max execution time"),
+            "{body}"
+        );
         let (status, body) = respond(roomy, request("select a, count() c from (select arrayJoin(range(2000000)) as a) group by a order by c desc, a limit 3")).await;
         assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{name} {body}");
-        assert!(body["detail"].as_str().unwrap().contains("memory"), "{body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("memory"),
+            "{body}"
+        );
         // One slot per project: a second query while one runs is throttled.
         let patient = app_with(Duration::from_secs(60), 64 * 1024 * 1024);
         let slow = tokio::spawn(respond(patient.clone(), request(SLOW)));
@@ -265,19 +379,47 @@ async fn upgrade_check_auth_and_draft_sql() {
         "query": {"kind": "InsightVizNode", "source": {"kind": "RetentionQuery", "retentionFilter": {"showMean": true, "period": "Day"}}}
     })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["query"]["source"]["retentionFilter"], json!({"meanRetentionCalculation": "simple", "period": "Day"}));
+    assert_eq!(
+        body["query"]["source"]["retentionFilter"],
+        json!({"meanRetentionCalculation": "simple", "period": "Day"})
+    );
     assert_eq!(body["query"]["source"]["version"], 2);
-    let (status, body) = post(&world, &format!("/api/projects/{team}/query/upgrade/"), world.admin_key(), json!({"nope": 1})).await;
+    let (status, body) = post(
+        &world,
+        &format!("/api/projects/{team}/query/upgrade/"),
+        world.admin_key(),
+        json!({"nope": 1}),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(error_shape(&body).1.as_deref(), Some("query"));
 
-    let (status, body) = post(&world, &format!("/api/projects/{team}/query/check_auth_for_async/"), world.admin_key(), json!({})).await;
+    let (status, body) = post(
+        &world,
+        &format!("/api/projects/{team}/query/check_auth_for_async/"),
+        world.admin_key(),
+        json!({}),
+    )
+    .await;
     assert_eq!((status, body), (StatusCode::OK, json!({"user": "ok"})));
 
-    let (status, body) = world.get(&format!("/api/projects/{team}/query/draft_sql/"), Some(world.admin_key())).await;
+    let (status, body) = world
+        .get(
+            &format!("/api/projects/{team}/query/draft_sql/"),
+            Some(world.admin_key()),
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(error_shape(&body), ("required".into(), Some("prompt".into())));
-    let (status, body) = world.get(&format!("/api/projects/{team}/query/draft_sql/?prompt=count%20pageviews"), Some(world.admin_key())).await;
+    assert_eq!(
+        error_shape(&body),
+        ("required".into(), Some("prompt".into()))
+    );
+    let (status, body) = world
+        .get(
+            &format!("/api/projects/{team}/query/draft_sql/?prompt=count%20pageviews"),
+            Some(world.admin_key()),
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(error_shape(&body).0, "llm_not_configured");
 
@@ -304,16 +446,24 @@ async fn upgrade_check_auth_and_draft_sql() {
     let app = local::app(state);
     let (status, body) = respond(
         app,
-        Request::get(format!("/api/projects/{team}/query/draft_sql/?prompt=how%20many%20pageviews"))
-            .header("authorization", format!("Bearer {}", world.admin_key()))
-            .body(Body::empty())
-            .unwrap(),
+        Request::get(format!(
+            "/api/projects/{team}/query/draft_sql/?prompt=how%20many%20pageviews"
+        ))
+        .header("authorization", format!("Bearer {}", world.admin_key()))
+        .body(Body::empty())
+        .unwrap(),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["sql"], "SELECT count() FROM events WHERE event = '$pageview'");
+    assert_eq!(
+        body["sql"],
+        "SELECT count() FROM events WHERE event = '$pageview'"
+    );
     let prompt = seen.lock().unwrap().clone();
-    assert!(prompt.contains("how many pageviews") && prompt.contains("events("), "{prompt}");
+    assert!(
+        prompt.contains("how many pageviews") && prompt.contains("events("),
+        "{prompt}"
+    );
 }
 
 #[tokio::test]
@@ -324,13 +474,34 @@ async fn request_validation() {
     for (body, attr) in [
         (json!({}), Some("query")),
         (json!({"query": "select 1"}), Some("query")),
-        (json!({"query": {"kind": "HogQLQuery"}}), Some("query.query")),
-        (json!({"query": {"kind": "HogQLQuery", "query": 1}}), Some("query.query")),
-        (json!({"query": {"kind": "NopeQuery", "query": "select 1"}}), Some("query.kind")),
-        (json!({"query": {"kind": "HogQLQuery", "query": "select 1"}, "refresh": "sometimes"}), Some("refresh")),
-        (json!({"query": {"kind": "HogQLQuery", "query": "select 1"}, "bogus": 1}), None),
-        (json!({"query": {"kind": "HogQLQuery", "query": "select 1", "version": "x"}}), Some("query.version")),
-        (json!({"query": {"kind": "HogQLQuery", "query": "select 1"}, "name": "x".repeat(129)}), Some("name")),
+        (
+            json!({"query": {"kind": "HogQLQuery"}}),
+            Some("query.query"),
+        ),
+        (
+            json!({"query": {"kind": "HogQLQuery", "query": 1}}),
+            Some("query.query"),
+        ),
+        (
+            json!({"query": {"kind": "NopeQuery", "query": "select 1"}}),
+            Some("query.kind"),
+        ),
+        (
+            json!({"query": {"kind": "HogQLQuery", "query": "select 1"}, "refresh": "sometimes"}),
+            Some("refresh"),
+        ),
+        (
+            json!({"query": {"kind": "HogQLQuery", "query": "select 1"}, "bogus": 1}),
+            None,
+        ),
+        (
+            json!({"query": {"kind": "HogQLQuery", "query": "select 1", "version": "x"}}),
+            Some("query.version"),
+        ),
+        (
+            json!({"query": {"kind": "HogQLQuery", "query": "select 1"}, "name": "x".repeat(129)}),
+            Some("name"),
+        ),
     ] {
         let (status, reply) = post(&world, &path, world.admin_key(), body.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {reply}");
@@ -340,11 +511,28 @@ async fn request_validation() {
         }
     }
     // The kind in the path must match the body's.
-    let (status, body) = post(&world, &format!("{path}HogQLQuery/"), world.admin_key(), hogql("select 1")).await;
+    let (status, body) = post(
+        &world,
+        &format!("{path}HogQLQuery/"),
+        world.admin_key(),
+        hogql("select 1"),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = post(&world, &format!("{path}TrendsQuery/"), world.admin_key(), hogql("select 1")).await;
+    let (status, body) = post(
+        &world,
+        &format!("{path}TrendsQuery/"),
+        world.admin_key(),
+        hogql("select 1"),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["detail"].as_str().unwrap().contains("Query kind mismatch"));
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Query kind mismatch")
+    );
     // Variables bind as literals, never as text.
     let (status, body) = post(&world, &path, world.admin_key(), json!({
         "query": {"kind": "HogQLQuery", "query": "select {variables.who}",
@@ -352,14 +540,29 @@ async fn request_validation() {
     })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["results"], json!([["x'); drop table events; --"]]));
-    let (status, body) = post(&world, &path, world.admin_key(), json!({
-        "query": {"kind": "HogQLQuery", "query": "select {variables.who}",
-                  "variables": {"v1": {"variableId": "v1", "code_name": "who", "value": "a"}}},
-        "variables_override": {"v1": {"variableId": "v1", "code_name": "who", "value": "b"}},
-    })).await;
+    let (status, body) = post(
+        &world,
+        &path,
+        world.admin_key(),
+        json!({
+            "query": {"kind": "HogQLQuery", "query": "select {variables.who}",
+                      "variables": {"v1": {"variableId": "v1", "code_name": "who", "value": "a"}}},
+            "variables_override": {"v1": {"variableId": "v1", "code_name": "who", "value": "b"}},
+        }),
+    )
+    .await;
     assert_eq!(body["results"], json!([["b"]]), "{status} {body}");
     // A LIMIT above the maximum is capped.
-    let (status, body) = post(&world, &path, world.admin_key(), hogql("select 1 limit 1000000")).await;
+    let (status, body) = post(
+        &world,
+        &path,
+        world.admin_key(),
+        hogql("select 1 limit 1000000"),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
-    assert!(body["clickhouse"].as_str().unwrap().contains("LIMIT 50000"), "{body}");
+    assert!(
+        body["clickhouse"].as_str().unwrap().contains("LIMIT 50000"),
+        "{body}"
+    );
 }

@@ -50,7 +50,7 @@ pub struct QuerySettings {
     pub timeout: std::time::Duration,
     /// Queries one project may run at once in one process (`ANALYTICS_QUERY_CONCURRENCY`, default 4).
     pub concurrency: usize,
-    /// SQS queue for async queries (`ANALYTICS_JOB_QUEUE_URL`); unset runs them in-process.
+    /// SQS queue for async queries (`ANALYTICS_QUEUE_URL`); unset runs them in-process.
     pub job_queue_url: Option<String>,
     /// OpenAI-compatible chat completions endpoint for `draft_sql` (`ANALYTICS_LLM_URL`,
     /// e.g. `https://api.openai.com/v1`), with `ANALYTICS_LLM_API_KEY` and `ANALYTICS_LLM_MODEL`.
@@ -137,7 +137,7 @@ impl Config {
             memory_bytes: number("ANALYTICS_QUERY_MEMORY_MB", 1024)? as usize * 1024 * 1024,
             timeout: std::time::Duration::from_secs(number("ANALYTICS_QUERY_TIMEOUT_SECONDS", 60)?),
             concurrency: number("ANALYTICS_QUERY_CONCURRENCY", 4)? as usize,
-            job_queue_url: get("ANALYTICS_JOB_QUEUE_URL"),
+            job_queue_url: get("ANALYTICS_QUEUE_URL"),
             llm_url: get("ANALYTICS_LLM_URL"),
             llm_api_key: get("ANALYTICS_LLM_API_KEY"),
             llm_model: get("ANALYTICS_LLM_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),

@@ -129,6 +129,9 @@ const QUERIES: &[BenchQuery] = &[
 ];
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    if args.events == 0 {
+        bail!("--events must be at least 1");
+    }
     let (_temporary, data_dir) = match &args.data_dir {
         Some(dir) => (None, dir.clone()),
         None => {
@@ -179,7 +182,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         |bytes: Option<u64>| bytes.map_or("?".to_owned(), |b| format!("{} MiB", b / (1 << 20)));
     if reset {
         println!(
-            "peak RSS: analytics {} while loading, {} while querying",
+            "peak RSS: analytics {} before the queries (startup and load), {} during them",
             mib(load_peak),
             mib(query_peak)
         );

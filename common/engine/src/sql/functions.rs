@@ -235,27 +235,15 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ),
         (
             "toIntOrZero",
-            meta(
-                1,
-                1,
-                Template(&[(1, "coalesce(TRY_CAST($0 AS BIGINT), 0)")]),
-            ),
+            meta(1, 1, Template(&[(1, "coalesce(hogql_to_int($0), 0)")])),
         ),
         (
             "toFloatOrZero",
-            meta(
-                1,
-                1,
-                Template(&[(1, "coalesce(TRY_CAST($0 AS DOUBLE), 0.0)")]),
-            ),
+            meta(1, 1, Template(&[(1, "coalesce(hogql_to_float($0), 0.0)")])),
         ),
         (
             "toFloatOrDefault",
-            meta(
-                2,
-                2,
-                Template(&[(2, "coalesce(TRY_CAST($0 AS DOUBLE), $1)")]),
-            ),
+            meta(2, 2, Template(&[(2, "coalesce(hogql_to_float($0), $1)")])),
         ),
         (
             "toBool",
@@ -1059,7 +1047,7 @@ fn number(value: f64) -> Expr {
 }
 
 fn multi_if(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(QueryError::Query(
             "Function 'multiIf' expects an odd number of arguments: conditions, results and a default".into(),
         ));

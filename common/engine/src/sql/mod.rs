@@ -177,7 +177,8 @@ impl Session {
             Ok::<_, DataFusionError>((physical, planned, batches))
         };
         let running = AbortOnDrop(query_runtime().spawn(work));
-        let (physical, planned, batches) = match tokio::time::timeout(limits.timeout, running).await {
+        let (physical, planned, batches) = match tokio::time::timeout(limits.timeout, running).await
+        {
             Ok(Ok(result)) => result.map_err(classify)?,
             Ok(Err(join)) => return Err(QueryError::Internal(join.to_string())),
             Err(_) => return Err(QueryError::Timeout),

@@ -363,13 +363,12 @@ fn ident_path(expr: &Expr) -> Option<Vec<String>> {
             for access in access_chain {
                 match access {
                     AccessExpr::Dot(inner) => path.extend(ident_path(inner)?),
-                    AccessExpr::Subscript(Subscript::Index { index }) => match index {
-                        Expr::Value(value) => match &value.value {
-                            Value::SingleQuotedString(key) | Value::DoubleQuotedString(key) => {
-                                path.push(key.clone())
-                            }
-                            _ => return None,
-                        },
+                    AccessExpr::Subscript(Subscript::Index {
+                        index: Expr::Value(value),
+                    }) => match &value.value {
+                        Value::SingleQuotedString(key) | Value::DoubleQuotedString(key) => {
+                            path.push(key.clone())
+                        }
                         _ => return None,
                     },
                     _ => return None,
@@ -448,6 +447,7 @@ impl VisitorMut for Rewriter {
         if !query.pipe_operators.is_empty() {
             return refuse("Pipe operators are not supported");
         }
+        nulls_last(query);
         limit_by(query)?;
         self.check_set(&mut query.body)?;
         self.mark_set(&query.body);
@@ -533,6 +533,25 @@ impl VisitorMut for Rewriter {
                 Ok(None) => {}
                 Err(error) => return ControlFlow::Break(error),
             }
+            return ControlFlow::Continue(());
+        }
+        // ClickHouse's `/` is always a floating-point division.
+        if let Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Divide,
+            ..
+        } = expr
+        {
+            let numerator = std::mem::replace(left.as_mut(), Expr::Value(Value::Null.into()));
+            **left = Expr::Cast {
+                kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                expr: Box::new(numerator),
+                data_type: datafusion::sql::sqlparser::ast::DataType::Double(
+                    datafusion::sql::sqlparser::ast::ExactNumberInfo::None,
+                ),
+                array: false,
+                format: None,
+            };
             return ControlFlow::Continue(());
         }
         // `=` and LIKE in a filter conjunct: NULL already drops the row, as false would.
@@ -705,5 +724,18 @@ impl VisitorMut for ReplaceInput {
             };
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// ClickHouse sorts NULLs last in both directions unless told otherwise.
+fn nulls_last(query: &mut Query) {
+    if let Some(order_by) = &mut query.order_by
+        && let OrderByKind::Expressions(items) = &mut order_by.kind
+    {
+        for item in items {
+            if item.options.nulls_first.is_none() {
+                item.options.nulls_first = Some(false);
+            }
+        }
     }
 }

@@ -32,6 +32,8 @@ enum Kind {
     Length,
     ToDate,
     ToDateTime,
+    ToInt,
+    ToFloat,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -57,6 +59,8 @@ pub fn all() -> Vec<ScalarUDF> {
         ("hogql_length", Kind::Length),
         ("hogql_to_date", Kind::ToDate),
         ("hogql_to_datetime", Kind::ToDateTime),
+        ("hogql_to_int", Kind::ToInt),
+        ("hogql_to_float", Kind::ToFloat),
     ]
     .into_iter()
     .map(|(name, kind)| {
@@ -89,6 +93,8 @@ impl ScalarUDFImpl for HogqlFunction {
                 datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
             )),
             Kind::ToDate => DataType::Date32,
+            Kind::ToInt => DataType::Int64,
+            Kind::ToFloat => DataType::Float64,
             Kind::ToDateTime => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         })
     }
@@ -113,6 +119,8 @@ impl ScalarUDFImpl for HogqlFunction {
             Kind::Length => length(&args.args, rows)?,
             Kind::ToDate => to_date(&args.args, rows)?,
             Kind::ToDateTime => to_datetime(&args.args, rows)?,
+            Kind::ToInt => lenient_cast(&args.args, rows, DataType::Int64)?,
+            Kind::ToFloat => lenient_cast(&args.args, rows, DataType::Float64)?,
         };
         if all_scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
@@ -366,7 +374,7 @@ fn timestamps(
     };
     let array = match array.data_type() {
         DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => {
-            to_datetime(&[value.clone()], rows)?
+            to_datetime(std::slice::from_ref(value), rows)?
         }
         _ => array,
     };
@@ -558,4 +566,20 @@ fn json_keys(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
         builder.append(true);
     }
     Ok(Arc::new(builder.finish()))
+}
+
+/// `toInt`/`toFloat`: NULL when the value does not convert (ClickHouse's accurateCastOrNull).
+fn lenient_cast(args: &[ColumnarValue], rows: usize, target: DataType) -> Result<ArrayRef> {
+    let array = argument(args, 0, "toInt/toFloat")?.to_array(rows)?;
+    let array = match array.data_type() {
+        DataType::Utf8View | DataType::LargeUtf8 => cast(&array, &DataType::Utf8)?,
+        _ => array,
+    };
+    let options = datafusion::arrow::compute::CastOptions {
+        safe: true,
+        ..Default::default()
+    };
+    Ok(datafusion::arrow::compute::cast_with_options(
+        &array, &target, &options,
+    )?)
 }
