@@ -818,8 +818,8 @@ fn print_table(ours: &[Timing], duckdb: Option<&Value>) {
         .unwrap_or(&empty);
     println!();
     println!(
-        "{:<28} {:>5} {:>10} {:>10} {:>8}  {}",
-        "query", "rows", "ours ms", "duckdb ms", "ratio", "same numbers"
+        "{:<28} {:>5} {:>10} {:>10} {:>8}  same numbers",
+        "query", "rows", "ours ms", "duckdb ms", "ratio"
     );
     for timing in ours {
         let other = theirs
