@@ -121,7 +121,7 @@ async fn a_project_never_sees_another_projects_data() {
             );
         }
         for text in [
-            &format!("select * from datafusion.public.events"),
+            "select * from datafusion.public.events",
             "select * from lake.events",
             "select * from `team_id=2`.events",
             "select * from __events_raw",
