@@ -37,6 +37,9 @@ async fn capture(world: &World, token: &str, distinct_id: &str, marker: &str, co
 /// A slow query: a cross join of two 20,000-row generated sets.
 const SLOW: &str = "select count() from (select arrayJoin(range(2000)) as a) x, (select arrayJoin(range(200000)) as b) y where (a * b) % 7 = 3";
 
+/// Slower still (minutes), to hold a slot for sure.
+const VERY_SLOW: &str = "select count() from (select arrayJoin(range(20000)) as a) x, (select arrayJoin(range(20000)) as b) y where (a * b) % 7 = 3";
+
 #[tokio::test]
 async fn a_project_never_sees_another_projects_data() {
     for world in World::all().await {
@@ -352,7 +355,7 @@ async fn time_memory_and_concurrency_limits_are_clean_errors() {
         );
         // One slot per project: a second query while one runs is throttled.
         let patient = app_with(Duration::from_secs(60), 64 * 1024 * 1024);
-        let slow = tokio::spawn(respond(patient.clone(), request(SLOW)));
+        let slow = tokio::spawn(respond(patient.clone(), request(VERY_SLOW)));
         tokio::time::sleep(Duration::from_millis(1000)).await;
         let (status, body) = respond(patient.clone(), request("select 1")).await;
         assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{name} {body}");
