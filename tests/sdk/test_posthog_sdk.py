@@ -162,7 +162,9 @@ def check(backend):
         server.stop()
 
 
-def main():
+def run_on_backends(label, check):
+    """Runs `check(backend)` on every backend (the emulator's when it is given), reports each,
+    and exits non-zero when any failed."""
     backends = ["sqlite"] + (["dynamodb"] if ENDPOINT else [])
     passed, failed = 0, 0
     for backend in backends:
@@ -172,8 +174,12 @@ def main():
         except Exception as error:  # report every backend, then fail
             failed += 1
             print(f"{backend}: FAILED: {error!r}")
-    print(f"sdk: {passed} passed, {failed} failed")
+    print(f"{label}: {passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
+
+
+def main():
+    run_on_backends("sdk", check)
 
 
 if __name__ == "__main__":

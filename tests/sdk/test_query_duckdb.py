@@ -29,7 +29,7 @@ import duckdb
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 # The SDK test's server harness (same command line: binary, then the emulator endpoint).
-from test_posthog_sdk import ENDPOINT, Server  # noqa: E402
+from test_posthog_sdk import Server, run_on_backends  # noqa: E402
 
 EVENT_COUNT = 2000
 BATCH_SIZE = 500
@@ -545,17 +545,7 @@ def check(backend, events):
 
 def main():
     events = make_events()
-    backends = ["sqlite"] + (["dynamodb"] if ENDPOINT else [])
-    passed, failed = 0, 0
-    for backend in backends:
-        try:
-            check(backend, events)
-            passed += 1
-        except Exception as error:  # report every backend, then fail
-            failed += 1
-            print(f"{backend}: FAILED: {error!r}")
-    print(f"query-duckdb: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    run_on_backends("query-duckdb", lambda backend: check(backend, events))
 
 
 if __name__ == "__main__":

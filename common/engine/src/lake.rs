@@ -134,6 +134,55 @@ pub async fn open_existing(state: &AppState, team_id: i64) -> DeltaResult<Option
     Ok(Some(table))
 }
 
+/// A table already read by this process, and the object store it was read through.
+struct OpenTable {
+    objects: std::sync::Weak<dyn object_store::ObjectStore>,
+    table: DeltaTable,
+}
+
+/// Tables already read by this process, by (object store, project), so a query reads only the
+/// commits made since the last one instead of the whole log.
+static CURRENT: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<(usize, i64), OpenTable>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The project's table at its latest version, when it exists.
+pub async fn current(state: &AppState, team_id: i64) -> DeltaResult<Option<DeltaTable>> {
+    let key = (Arc::as_ptr(&state.objects) as *const () as usize, team_id);
+    // Same address and still alive: the same store (a dropped one cannot be upgraded).
+    let known = CURRENT.lock().ok().and_then(|tables| {
+        tables
+            .get(&key)
+            .filter(|open| {
+                open.objects
+                    .upgrade()
+                    .is_some_and(|o| Arc::ptr_eq(&o, &state.objects))
+            })
+            .map(|open| open.table.clone())
+    });
+    let table = match known {
+        Some(mut table) => {
+            table.update_incremental(None).await?;
+            table
+        }
+        None => match open_existing(state, team_id).await? {
+            Some(table) => table,
+            None => return Ok(None),
+        },
+    };
+    if let Ok(mut tables) = CURRENT.lock() {
+        tables.retain(|_, open| open.objects.strong_count() > 0);
+        tables.insert(
+            key,
+            OpenTable {
+                objects: Arc::downgrade(&state.objects),
+                table: table.clone(),
+            },
+        );
+    }
+    Ok(Some(table))
+}
+
 /// Projects that have an events table.
 pub async fn teams_with_tables(state: &AppState) -> DeltaResult<Vec<i64>> {
     let listing = match state

@@ -20,8 +20,15 @@ const CANCEL_POLL: Duration = Duration::from_millis(200);
 pub async fn enqueue(state: &AppState, team_id: i64, query_id: &str) -> Result<(), String> {
     match &state.config.query.job_queue_url {
         Some(queue) => {
-            let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-            let client = aws_sdk_sqs::Client::new(&config);
+            static CLIENT: tokio::sync::OnceCell<aws_sdk_sqs::Client> =
+                tokio::sync::OnceCell::const_new();
+            let client = CLIENT
+                .get_or_init(|| async {
+                    let config =
+                        aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                    aws_sdk_sqs::Client::new(&config)
+                })
+                .await;
             client
                 .send_message()
                 .queue_url(queue)
@@ -84,6 +91,7 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) {
             return;
         }
     };
+    let _slot = runner::next_slot(state, team_id).await;
     let node = status.job.node();
     let caller = status.job.caller();
     let started = std::time::Instant::now();

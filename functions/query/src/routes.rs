@@ -22,6 +22,24 @@ async fn project(state: &AppState, auth: &Authenticated, raw_id: &str) -> ApiRes
     auth.project(state.store.as_ref(), raw_id, QUERY_READ).await
 }
 
+/// The body's `query` node, migrated to the latest versions.
+fn upgraded_query(query: Option<Value>) -> ApiResult<Value> {
+    match query {
+        Some(query @ Value::Object(_)) => common::nodes::upgrade(query).map_err(|error| {
+            let attr = error
+                .attr()
+                .map_or("query".into(), |a| format!("query.{a}"));
+            ApiError::field(attr, "invalid", error.to_string())
+        }),
+        Some(_) => Err(ApiError::field(
+            "query",
+            "invalid",
+            "query must be an object.",
+        )),
+        None => Err(ApiError::required("query")),
+    }
+}
+
 /// Migrations first (old nodes are accepted), then PostHog's QueryRequest shape.
 fn parse_request(body: Value) -> ApiResult<QueryRequest> {
     let Value::Object(mut body) = body else {
@@ -30,26 +48,8 @@ fn parse_request(body: Value) -> ApiResult<QueryRequest> {
             "Invalid data. Expected a dictionary.",
         ));
     };
-    match body.remove("query") {
-        Some(query @ Value::Object(_)) => {
-            let upgraded = common::nodes::upgrade(query).map_err(|error| {
-                let attr = error
-                    .attr()
-                    .map(|a| format!("query.{a}"))
-                    .unwrap_or("query".into());
-                ApiError::field(attr, "invalid", error.to_string())
-            })?;
-            body.insert("query".into(), upgraded);
-        }
-        Some(_) => {
-            return Err(ApiError::field(
-                "query",
-                "invalid",
-                "query must be an object.",
-            ));
-        }
-        None => return Err(ApiError::required("query")),
-    }
+    let query = upgraded_query(body.remove("query"))?;
+    body.insert("query".into(), query);
     let bytes = serde_json::to_vec(&Value::Object(body)).map_err(ApiError::internal)?;
     common::http::parse_json(&bytes)
 }
@@ -101,14 +101,14 @@ async fn execute(
     request.validate()?;
     let mode = request.mode()?;
     let node = request.sql_node()?;
-    // Parse and check now, so a bad query is a 400 whether or not it runs async.
-    engine::sql::prepare(&node.text, &node.bindings).map_err(|e| api_error(&e))?;
     let query_id = request
         .client_query_id
         .clone()
         .unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string());
     let caller = Caller::of(auth);
     if mode.is_async() {
+        // Checked now, so a bad query is a 400 here rather than a failed job later.
+        engine::sql::prepare(&node.text, &node.bindings).map_err(|e| api_error(&e))?;
         let longest = chrono::Duration::from_std(state.config.query.timeout)
             .unwrap_or(chrono::Duration::minutes(10));
         let status = QueryStatus::new(
@@ -321,23 +321,6 @@ pub async fn upgrade(
         Value::Object(mut body) => body.remove("query"),
         _ => None,
     };
-    let query = match query {
-        Some(query @ Value::Object(_)) => query,
-        Some(_) => {
-            return Err(ApiError::field(
-                "query",
-                "invalid",
-                "query must be an object.",
-            ));
-        }
-        None => return Err(ApiError::required("query")),
-    };
-    let upgraded = common::nodes::upgrade(query).map_err(|error| {
-        let attr = error
-            .attr()
-            .map(|a| format!("query.{a}"))
-            .unwrap_or("query".into());
-        ApiError::field(attr, "invalid", error.to_string())
-    })?;
+    let upgraded = upgraded_query(query)?;
     Ok(axum::Json(json!({"query": upgraded})))
 }

@@ -7,15 +7,20 @@ use common::AppState;
 use object_store::path::Path;
 use serde_json::{Value, json};
 
+/// An SQS record's body as JSON (`Null` when it is not JSON).
+fn message_body(record: &Value) -> Value {
+    record["body"]
+        .as_str()
+        .and_then(|body| serde_json::from_str::<Value>(body).ok())
+        .unwrap_or(Value::Null)
+}
+
 /// Projects named by the staging objects in an SQS batch of S3 notifications (or direct S3 events).
 pub fn teams_in(event: &Value) -> BTreeSet<i64> {
     let mut teams = BTreeSet::new();
     for record in event["Records"].as_array().into_iter().flatten() {
         let notifications = if record["eventSource"] == "aws:sqs" {
-            record["body"]
-                .as_str()
-                .and_then(|body| serde_json::from_str::<Value>(body).ok())
-                .unwrap_or(Value::Null)
+            message_body(record)
         } else {
             json!({ "Records": [record] })
         };
@@ -40,10 +45,7 @@ pub fn teams_in(event: &Value) -> BTreeSet<i64> {
 pub fn query_jobs_in(event: &Value) -> Vec<(i64, String)> {
     let mut jobs = Vec::new();
     for record in event["Records"].as_array().into_iter().flatten() {
-        let body = record["body"]
-            .as_str()
-            .and_then(|body| serde_json::from_str::<Value>(body).ok())
-            .unwrap_or(Value::Null);
+        let body = message_body(record);
         if body["job"] == "query"
             && let (Some(team), Some(id)) = (body["team_id"].as_i64(), body["query_id"].as_str())
         {

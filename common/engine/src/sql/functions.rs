@@ -3,17 +3,14 @@
 //! text); a few need our own UDFs (`udfs.rs`) for ClickHouse semantics.
 
 use std::collections::HashMap;
-use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
-    ObjectNamePart, Value, VisitMut, VisitorMut,
+    ObjectNamePart, Value,
 };
-use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 
-use super::QueryError;
+use super::{QueryError, template};
 
 /// How a HogQL function is written in DataFusion.
 enum Mapping {
@@ -673,15 +670,18 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ),
         ("pi", meta(0, 0, Rename("pi"))),
         // JSON.
-        ("JSONExtractString", meta(1, ANY, Special(json_string))),
-        ("JSONExtractInt", meta(1, ANY, Special(json_int))),
-        ("JSONExtractUInt", meta(1, ANY, Special(json_int))),
-        ("JSONExtractFloat", meta(1, ANY, Special(json_float))),
-        ("JSONExtractBool", meta(1, ANY, Special(json_bool))),
-        ("JSONExtractRaw", meta(1, ANY, Special(json_raw))),
-        ("JSONHas", meta(1, ANY, Special(json_has))),
-        ("JSONLength", meta(1, ANY, Special(json_length))),
-        ("JSONExtractKeys", meta(1, ANY, Special(json_keys))),
+        (
+            "JSONExtractString",
+            meta(1, ANY, Rename("hogql_json_string")),
+        ),
+        ("JSONExtractInt", meta(1, ANY, Rename("hogql_json_int"))),
+        ("JSONExtractUInt", meta(1, ANY, Rename("hogql_json_int"))),
+        ("JSONExtractFloat", meta(1, ANY, Rename("hogql_json_float"))),
+        ("JSONExtractBool", meta(1, ANY, Rename("hogql_json_bool"))),
+        ("JSONExtractRaw", meta(1, ANY, Rename("hogql_json_raw"))),
+        ("JSONHas", meta(1, ANY, Rename("hogql_json_has"))),
+        ("JSONLength", meta(1, ANY, Rename("hogql_json_length"))),
+        ("JSONExtractKeys", meta(1, ANY, Rename("hogql_json_keys"))),
     ];
     let mut map = HashMap::new();
     for (name, meta) in entries {
@@ -888,7 +888,7 @@ fn similar(a: &str, b: &str) -> bool {
 static TEMPLATES: LazyLock<std::sync::Mutex<HashMap<&'static str, Expr>>> =
     LazyLock::new(Default::default);
 
-/// Parses a template once and substitutes the arguments (as AST nodes) for `$n`.
+/// Parses a template (`$n` slots) once, then fills it with the arguments.
 fn instantiate(template: &'static str, args: Vec<Expr>) -> Result<Expr, QueryError> {
     let mut expr = {
         let mut cache = TEMPLATES
@@ -897,52 +897,14 @@ fn instantiate(template: &'static str, args: Vec<Expr>) -> Result<Expr, QueryErr
         match cache.get(template) {
             Some(expr) => expr.clone(),
             None => {
-                let text = template.replace('$', "__arg_");
-                let parsed = Parser::new(&GenericDialect {})
-                    .try_with_sql(&text)
-                    .and_then(|mut parser| parser.parse_expr())
-                    .map_err(|e| QueryError::Internal(format!("template {template}: {e}")))?;
+                let parsed = template::expr(&template.replace('$', template::SLOT), &[])?;
                 cache.insert(template, parsed.clone());
                 parsed
             }
         }
     };
-    let mut substitute = Substitute { args };
-    let _ = expr.visit(&mut substitute);
+    template::fill(&mut expr, &args);
     Ok(expr)
-}
-
-struct Substitute {
-    args: Vec<Expr>,
-}
-
-impl VisitorMut for Substitute {
-    type Break = ();
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Identifier(ident) = expr
-            && let Some(index) = ident.value.strip_prefix("__arg_")
-            && let Ok(index) = index.parse::<usize>()
-            && let Some(arg) = self.args.get(index)
-        {
-            *expr = Expr::Nested(Box::new(arg.clone()));
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-fn call(name: &str, args: Vec<Expr>) -> Expr {
-    let template: String = {
-        let slots: Vec<String> = (0..args.len()).map(|i| format!("__arg_{i}")).collect();
-        format!("{name}({})", slots.join(", "))
-    };
-    let mut expr = Parser::new(&GenericDialect {})
-        .try_with_sql(&template)
-        .and_then(|mut parser| parser.parse_expr())
-        .unwrap_or(Expr::Value(Value::Null.into()));
-    let mut substitute = Substitute { args };
-    let _ = expr.visit(&mut substitute);
-    expr
 }
 
 pub fn string_literal(value: &str) -> Expr {
@@ -995,7 +957,7 @@ fn uniq(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     if args.len() == 1 {
         instantiate("count(DISTINCT $0)", args)
     } else {
-        let tuple = call("struct", args);
+        let tuple = template::call("struct", &args)?;
         instantiate("count(DISTINCT $0)", vec![tuple])
     }
 }
@@ -1039,7 +1001,7 @@ fn quantiles(args: Vec<Expr>, parameters: &[Expr]) -> Result<Expr, QueryError> {
             vec![args[0].clone(), number(level)],
         )?);
     }
-    Ok(call("make_array", each))
+    template::call("make_array", &each)
 }
 
 fn number(value: f64) -> Expr {
@@ -1052,21 +1014,16 @@ fn multi_if(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
             "Function 'multiIf' expects an odd number of arguments: conditions, results and a default".into(),
         ));
     }
-    let mut args = args;
-    let otherwise = args.pop();
     let mut text = String::from("CASE");
-    for i in (0..args.len()).step_by(2) {
-        text.push_str(&format!(" WHEN __arg_{i} THEN __arg_{}", i + 1));
+    for i in (0..args.len() - 1).step_by(2) {
+        text.push_str(&format!(
+            " WHEN {slot}{i} THEN {slot}{}",
+            i + 1,
+            slot = template::SLOT
+        ));
     }
-    text.push_str(&format!(" ELSE __arg_{} END", args.len()));
-    args.extend(otherwise);
-    let mut expr = Parser::new(&GenericDialect {})
-        .try_with_sql(&text)
-        .and_then(|mut parser| parser.parse_expr())
-        .map_err(|e| QueryError::Internal(e.to_string()))?;
-    let mut substitute = Substitute { args };
-    let _ = expr.visit(&mut substitute);
-    Ok(expr)
+    text.push_str(&format!(" ELSE {}{} END", template::SLOT, args.len() - 1));
+    template::expr(&text, &args)
 }
 
 fn start_of_week(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
@@ -1112,10 +1069,7 @@ fn interval_of(unit: &str, function: &str) -> Result<Expr, QueryError> {
 }
 
 fn instantiate_interval(text: &str) -> Result<Expr, QueryError> {
-    Parser::new(&GenericDialect {})
-        .try_with_sql(&format!("INTERVAL '{text}'"))
-        .and_then(|mut parser| parser.parse_expr())
-        .map_err(|e| QueryError::Internal(e.to_string()))
+    template::expr(&format!("INTERVAL '{text}'"), &[])
 }
 
 /// `dateAdd('day', 3, x)` (ClickHouse argument order) or `dateAdd(x, INTERVAL 3 DAY)`.
@@ -1167,38 +1121,9 @@ fn array_slice(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     }
 }
 
-fn json_call(udf: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
-    Ok(call(udf, args))
-}
-
-fn json_string(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_string", args)
-}
-fn json_int(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_int", args)
-}
-fn json_float(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_float", args)
-}
-fn json_bool(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_bool", args)
-}
-fn json_raw(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_raw", args)
-}
-fn json_has(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_has", args)
-}
-fn json_keys(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_keys", args)
-}
-fn json_length(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    json_call("hogql_json_length", args)
-}
-
 /// A property access: `properties.a.b` → `hogql_prop(properties, 'a', 'b')`.
-pub fn property(column: Expr, path: &[String]) -> Expr {
+pub fn property(column: Expr, path: &[String]) -> Result<Expr, QueryError> {
     let mut args = vec![column];
     args.extend(path.iter().map(|key| string_literal(key)));
-    call("hogql_prop", args)
+    template::call("hogql_prop", &args)
 }

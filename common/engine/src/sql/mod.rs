@@ -7,6 +7,7 @@ pub mod query_log;
 mod results;
 mod rewrite;
 mod tables;
+mod template;
 mod udfs;
 
 use std::time::{Duration, Instant};
@@ -93,7 +94,6 @@ pub struct Session {
     /// The events table's Delta version (None: no events yet).
     pub events_version: Option<u64>,
     zone: chrono_tz::Tz,
-    zone_name: String,
 }
 
 pub async fn open_session(
@@ -134,7 +134,6 @@ pub async fn open_session(
         ctx,
         events_version: registered.events_version,
         zone,
-        zone_name: zone.name().to_owned(),
     })
 }
 
@@ -193,7 +192,7 @@ impl Session {
             .map(|f| {
                 (
                     f.name().clone(),
-                    results::clickhouse_type(f, &self.zone_name),
+                    results::clickhouse_type(f, self.zone.name()),
                 )
             })
             .collect();

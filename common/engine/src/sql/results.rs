@@ -5,8 +5,7 @@ use chrono_tz::Tz;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, Date32Type, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
-    Int64Type, TimeUnit, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    ArrowPrimitiveType, DataType, Date32Type, Field, Float64Type, Int64Type, TimeUnit, UInt64Type,
 };
 use serde_json::{Number, Value};
 
@@ -96,6 +95,28 @@ fn format_time(micros: i64, zone: Tz) -> Value {
     }
 }
 
+/// A numeric column as its widest type of the same kind (Int64, UInt64, Float64).
+fn widened<T: ArrowPrimitiveType>(
+    array: &dyn Array,
+    json: impl Fn(T::Native) -> Value,
+) -> Vec<Value> {
+    match cast(array, &T::DATA_TYPE) {
+        Ok(wide) => {
+            let wide = wide.as_primitive::<T>();
+            (0..wide.len())
+                .map(|i| {
+                    if wide.is_null(i) {
+                        Value::Null
+                    } else {
+                        json(wide.value(i))
+                    }
+                })
+                .collect()
+        }
+        Err(_) => vec![Value::Null; array.len()],
+    }
+}
+
 /// One column's values.
 fn values(array: &dyn Array, zone: Tz) -> Vec<Value> {
     let len = array.len();
@@ -110,45 +131,14 @@ fn values(array: &dyn Array, zone: Tz) -> Vec<Value> {
             let a = array.as_boolean();
             each(&|i| Value::from(u8::from(a.value(i))))
         }
-        DataType::Int8 => {
-            let a = array.as_primitive::<Int8Type>();
-            each(&|i| Value::from(a.value(i)))
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+            widened::<Int64Type>(array, Value::from)
         }
-        DataType::Int16 => {
-            let a = array.as_primitive::<Int16Type>();
-            each(&|i| Value::from(a.value(i)))
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+            widened::<UInt64Type>(array, Value::from)
         }
-        DataType::Int32 => {
-            let a = array.as_primitive::<Int32Type>();
-            each(&|i| Value::from(a.value(i)))
-        }
-        DataType::Int64 => {
-            let a = array.as_primitive::<Int64Type>();
-            each(&|i| Value::from(a.value(i)))
-        }
-        DataType::UInt8 => {
-            let a = array.as_primitive::<UInt8Type>();
-            each(&|i| Value::from(a.value(i)))
-        }
-        DataType::UInt16 => {
-            let a = array.as_primitive::<UInt16Type>();
-            each(&|i| Value::from(a.value(i)))
-        }
-        DataType::UInt32 => {
-            let a = array.as_primitive::<UInt32Type>();
-            each(&|i| Value::from(a.value(i)))
-        }
-        DataType::UInt64 => {
-            let a = array.as_primitive::<UInt64Type>();
-            each(&|i| Value::from(a.value(i)))
-        }
-        DataType::Float32 => {
-            let a = array.as_primitive::<Float32Type>();
-            each(&|i| float(a.value(i) as f64))
-        }
-        DataType::Float64 => {
-            let a = array.as_primitive::<Float64Type>();
-            each(&|i| float(a.value(i)))
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+            widened::<Float64Type>(array, float)
         }
         DataType::Utf8 => {
             let a = array.as_string::<i32>();

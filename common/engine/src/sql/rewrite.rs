@@ -11,13 +11,12 @@ use datafusion::sql::sqlparser::ast::{
     LimitClause, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Subscript,
     TableAlias, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
-use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use serde_json::Value as Json;
 
 use super::QueryError;
 use super::functions::{self, string_literal};
 use super::parse::PLACEHOLDER_PREFIX;
+use super::template;
 
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 50_000;
@@ -285,41 +284,34 @@ impl Rewriter {
             _ => refuse("Only SELECT queries are supported"),
         }
     }
+}
 
-    fn property(&self, path: &[String]) -> Option<Expr> {
-        // [properties, k...], [person, properties, k...], [T, properties, k...],
-        // [T, person, properties, k...]; `person.id` is `person_id`.
-        let (qualifier, rest) = match path {
-            [first, rest @ ..] if first == "properties" || first == "person" => (None, path),
-            [table, rest @ ..] => (Some(table.as_str()), rest),
-            [] => return None,
-        };
-        let _ = rest;
-        let rest = if qualifier.is_some() {
-            &path[1..]
-        } else {
-            path
-        };
-        let column = |name: &str| -> Expr {
-            match qualifier {
-                Some(table) => Expr::CompoundIdentifier(vec![Ident::new(table), Ident::new(name)]),
-                None => Expr::Identifier(Ident::new(name)),
-            }
-        };
-        match rest {
-            [properties, keys @ ..] if properties == "properties" && !keys.is_empty() => {
-                Some(functions::property(column("properties"), keys))
-            }
-            [person, properties, keys @ ..] if person == "person" && properties == "properties" => {
-                if keys.is_empty() {
-                    Some(column("person_properties"))
-                } else {
-                    Some(functions::property(column("person_properties"), keys))
-                }
-            }
-            [person, id] if person == "person" && id == "id" => Some(column("person_id")),
-            _ => None,
+/// A property access, when `path` is one: [properties, k...], [person, properties, k...],
+/// [T, properties, k...], [T, person, properties, k...]; `person.id` is `person_id`.
+fn property(path: &[String]) -> Option<Result<Expr, QueryError>> {
+    let (qualifier, rest) = match path {
+        [first, ..] if first == "properties" || first == "person" => (None, path),
+        [table, rest @ ..] => (Some(table.as_str()), rest),
+        [] => return None,
+    };
+    let column = |name: &str| -> Expr {
+        match qualifier {
+            Some(table) => Expr::CompoundIdentifier(vec![Ident::new(table), Ident::new(name)]),
+            None => Expr::Identifier(Ident::new(name)),
         }
+    };
+    match rest {
+        [properties, keys @ ..] if properties == "properties" && !keys.is_empty() => {
+            Some(functions::property(column("properties"), keys))
+        }
+        [person, properties] if person == "person" && properties == "properties" => {
+            Some(Ok(column("person_properties")))
+        }
+        [person, properties, keys @ ..] if person == "person" && properties == "properties" => {
+            Some(functions::property(column("person_properties"), keys))
+        }
+        [person, id] if person == "person" && id == "id" => Some(Ok(column("person_id"))),
+        _ => None,
     }
 }
 
@@ -380,7 +372,7 @@ fn ident_path(expr: &Expr) -> Option<Vec<String>> {
     }
 }
 
-fn null_safe(expr: &mut Expr) {
+fn null_safe(expr: &mut Expr) -> Result<(), QueryError> {
     let taken = std::mem::replace(expr, Expr::Value(Value::Null.into()));
     *expr = match taken {
         Expr::BinaryOp {
@@ -398,40 +390,13 @@ fn null_safe(expr: &mut Expr) {
                 &like,
                 Expr::Like { negated: true, .. } | Expr::ILike { negated: true, .. }
             );
-            coalesce(like, !negated)
+            // NULL LIKE x is NULL: false for LIKE, true for NOT LIKE.
+            let fallback = Expr::Value(Value::Boolean(negated).into());
+            template::call("coalesce", &[like, fallback])?
         }
         other => other,
     };
-}
-
-fn coalesce(expr: Expr, default_false: bool) -> Expr {
-    let fallback = Expr::Value(Value::Boolean(!default_false).into());
-    let text = "coalesce(__arg_0, __arg_1)";
-    let mut call = Parser::new(&GenericDialect {})
-        .try_with_sql(text)
-        .and_then(|mut parser| parser.parse_expr())
-        .unwrap_or(Expr::Value(Value::Null.into()));
-    let mut args = vec![expr, fallback];
-    let _ = VisitMut::visit(&mut call, &mut Fill { args: &mut args });
-    call
-}
-
-struct Fill<'a> {
-    args: &'a mut Vec<Expr>,
-}
-
-impl VisitorMut for Fill<'_> {
-    type Break = ();
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Identifier(ident) = expr
-            && let Some(index) = ident.value.strip_prefix("__arg_")
-            && let Ok(index) = index.parse::<usize>()
-            && let Some(arg) = self.args.get_mut(index)
-        {
-            *expr = arg.clone();
-        }
-        ControlFlow::Continue(())
-    }
+    Ok(())
 }
 
 impl VisitorMut for Rewriter {
@@ -522,10 +487,15 @@ impl VisitorMut for Rewriter {
             expr,
             Expr::CompoundIdentifier(_) | Expr::CompoundFieldAccess { .. }
         ) && let Some(path) = ident_path(expr)
-            && let Some(replacement) = self.property(&path)
+            && let Some(replacement) = property(&path)
         {
-            *expr = replacement;
-            return ControlFlow::Continue(());
+            return match replacement {
+                Ok(replacement) => {
+                    *expr = replacement;
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            };
         }
         if let Expr::Function(function) = expr {
             match functions::rewrite_call(function) {
@@ -568,8 +538,11 @@ impl VisitorMut for Rewriter {
             Expr::Like { negated, .. } | Expr::ILike { negated, .. } => (true, *negated),
             _ => (false, false),
         };
-        if comparison && (keeps_rows_on_null || !self.positive.contains(&address(expr))) {
-            null_safe(expr);
+        if comparison
+            && (keeps_rows_on_null || !self.positive.contains(&address(expr)))
+            && let Err(error) = null_safe(expr)
+        {
+            return ControlFlow::Break(error);
         }
         ControlFlow::Continue(())
     }
@@ -650,10 +623,12 @@ fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
         None => Vec::new(),
     };
     let mut args: Vec<Expr> = keys.iter().map(&refer).collect();
-    let partition: Vec<String> = (0..args.len()).map(|i| format!("__arg_{i}")).collect();
+    let partition: Vec<String> = (0..args.len())
+        .map(|i| format!("{}{i}", template::SLOT))
+        .collect();
     let mut ordering = Vec::new();
     for (expr, options) in &order {
-        ordering.push(format!("__arg_{}{options}", args.len()));
+        ordering.push(format!("{}{}{options}", template::SLOT, args.len()));
         args.push(expr.clone());
     }
     let window_order = if ordering.is_empty() {
@@ -672,27 +647,14 @@ fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
         upto = skip + keep,
         order = window_order,
     );
-    let parsed = match Parser::new(&GenericDialect {})
-        .try_with_sql(&text)
-        .and_then(|mut parser| parser.parse_query())
-    {
-        Ok(parsed) => parsed,
-        Err(e) => return ControlFlow::Break(QueryError::Internal(format!("LIMIT BY: {e}"))),
+    let mut wrapper = match template::query(&text, &args) {
+        Ok(wrapper) => wrapper,
+        Err(error) => return ControlFlow::Break(error),
     };
-    let mut wrapper = *parsed;
-    let _ = VisitMut::visit(&mut wrapper, &mut Fill { args: &mut args });
-    let inner = Query {
-        with: None,
-        body: query.body.clone(),
-        order_by: None,
-        limit_clause: None,
-        fetch: None,
-        locks: Vec::new(),
-        for_clause: None,
-        settings: None,
-        format_clause: None,
-        pipe_operators: Vec::new(),
-    };
+    let mut inner = query.clone();
+    inner.with = None;
+    inner.order_by = None;
+    inner.limit_clause = None;
     let _ = VisitMut::visit(&mut wrapper, &mut ReplaceInput { inner: Some(inner) });
     query.body = wrapper.body;
     query.order_by = wrapper.order_by;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder,
-    StringBuilder, TimestampMicrosecondArray, TimestampMicrosecondBuilder, UInt64Builder,
+    StringArray, StringBuilder, TimestampMicrosecondArray, TimestampMicrosecondBuilder,
+    UInt64Builder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
@@ -236,6 +237,52 @@ fn raw_value<'a>(jiter: &mut Jiter<'_>, text: &'a str) -> JiterResult<&'a str> {
     Ok(text.get(start..end).unwrap_or(""))
 }
 
+/// The text a string-valued JSON function gives for one document (borrowed: no copy per row).
+fn text_value<'a>(
+    kind: Kind,
+    jiter: &'a mut Jiter<'_>,
+    text: &'a str,
+) -> JiterResult<Option<&'a str>> {
+    let peek = jiter.peek()?;
+    Ok(match (kind, peek) {
+        // PostHog's property rules: JSON null and "" are NULL, strings lose their quotes,
+        // anything else is its JSON text.
+        (Kind::Property, Peek::Null) => None,
+        (Kind::Property, Peek::String) => {
+            Some(jiter.known_str()?).filter(|value| !value.is_empty())
+        }
+        (Kind::Property | Kind::JsonRaw, _) => Some(raw_value(jiter, text)?),
+        // JSONExtractString: the string, or '' for anything else.
+        (_, Peek::String) => Some(jiter.known_str()?),
+        _ => Some(""),
+    })
+}
+
+fn text_values(kind: Kind, input: &StringArray, steps: &[Step]) -> ArrayRef {
+    let missing = if kind == Kind::Property {
+        None
+    } else {
+        Some("")
+    };
+    let mut builder = StringBuilder::with_capacity(input.len(), input.value_data().len() / 4);
+    for row in 0..input.len() {
+        if input.is_null(row) {
+            builder.append_option(missing);
+            continue;
+        }
+        let text = input.value(row);
+        let mut jiter = Jiter::new(text.as_bytes());
+        match seek(&mut jiter, steps) {
+            Ok(true) => match text_value(kind, &mut jiter, text) {
+                Ok(value) => builder.append_option(value),
+                Err(_) => builder.append_option(missing),
+            },
+            _ => builder.append_option(missing),
+        }
+    }
+    Arc::new(builder.finish())
+}
+
 fn json(kind: Kind, args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
     let owned = text_rows(argument(args, 0, "JSON")?, rows)?;
     let input = owned.as_string::<i32>();
@@ -260,38 +307,7 @@ fn json(kind: Kind, args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
         }};
     }
     Ok(match kind {
-        Kind::Property => each!(
-            StringBuilder::with_capacity(rows, rows * 8),
-            None::<String>,
-            |jiter: &mut Jiter, text| -> JiterResult<Option<String>> {
-                let peek = jiter.peek()?;
-                Ok(match peek {
-                    Peek::Null => None,
-                    Peek::String => {
-                        let value = jiter.known_str()?;
-                        (!value.is_empty()).then(|| value.to_owned())
-                    }
-                    _ => Some(raw_value(jiter, text)?.to_owned()),
-                })
-            }
-        ),
-        Kind::JsonString => each!(
-            StringBuilder::with_capacity(rows, rows * 8),
-            Some(String::new()),
-            |jiter: &mut Jiter, _text| -> JiterResult<Option<String>> {
-                Ok(Some(match jiter.peek()? {
-                    Peek::String => jiter.known_str()?.to_owned(),
-                    _ => String::new(),
-                }))
-            }
-        ),
-        Kind::JsonRaw => each!(
-            StringBuilder::with_capacity(rows, rows * 8),
-            Some(String::new()),
-            |jiter: &mut Jiter, text| -> JiterResult<Option<String>> {
-                Ok(Some(raw_value(jiter, text)?.to_owned()))
-            }
-        ),
+        Kind::Property | Kind::JsonString | Kind::JsonRaw => text_values(kind, input, &steps),
         Kind::JsonInt => each!(
             Int64Builder::with_capacity(rows),
             Some(0),
