@@ -444,14 +444,6 @@ def show(rows, limit=12):
     return "\n      ".join(lines) or "(no rows)"
 
 
-# Engine bugs found by this test and not fixed yet (each named in the issue note).
-KNOWN_BUGS = {
-    # DataFusion: "Schema contains duplicate unqualified field name" when grouping by a
-    # property and by a function of the same property.
-    "GROUP BY a property and conversions of it",
-}
-
-
 def compare(name, hogql, sql, ordered, server, connection):
     """None when our answer matches DuckDB's, else a report."""
     theirs = duck_rows(connection, sql)
@@ -523,13 +515,7 @@ def check(backend, events):
         failures = []
         for name, hogql, sql, ordered in CASES:
             problem = compare(name, hogql, sql, ordered, server, connection)
-            if name in KNOWN_BUGS:
-                # Tracked engine bugs: still run, so a fix (or a new symptom) is noticed.
-                if problem is None:
-                    failures.append(f"{name}: listed in KNOWN_BUGS but now matches DuckDB: remove it from the list")
-                else:
-                    print(f"{backend}: known engine bug, not counted: {name}")
-            elif problem:
+            if problem:
                 failures.append(problem)
         failures.extend(behaviours(server, connection))
         for failure in failures:

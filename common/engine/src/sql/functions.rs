@@ -222,13 +222,10 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "toString",
             meta(1, 1, Template(&[(1, "CAST($0 AS VARCHAR)")])),
         ),
-        (
-            "toInt",
-            meta(1, 1, Template(&[(1, "TRY_CAST($0 AS BIGINT)")])),
-        ),
+        ("toInt", meta(1, 1, Template(&[(1, "hogql_to_int($0)")]))),
         (
             "toFloat",
-            meta(1, 1, Template(&[(1, "TRY_CAST($0 AS DOUBLE)")])),
+            meta(1, 1, Template(&[(1, "hogql_to_float($0)")])),
         ),
         (
             "toIntOrZero",
