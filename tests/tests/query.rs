@@ -92,6 +92,12 @@ async fn sql_over_captured_events() {
             "{name} {body}"
         );
 
+        let body = sql(&world, team, "select count(distinct distinct_id), count(DISTINCT properties.$browser), countDistinct(event), count(*), COUNT(event) from events").await;
+        assert_eq!(
+            body["results"],
+            json!([[7, 3, 2, 30, 30]]),
+            "{name}: DISTINCT is kept {body}"
+        );
         let body = sql(
             &world,
             team,

@@ -791,12 +791,12 @@ pub fn rewrite_call(function: &mut Function) -> Result<Option<Expr>, QueryError>
                 .map(|(_, text)| *text)
                 .ok_or_else(|| QueryError::Query(arity_message(canonical, meta, count)))?;
             let mut expr = instantiate(template, args)?;
-            carry_window(function, &mut expr);
+            carry_clauses(function, &mut expr);
             Ok(Some(expr))
         }
         Special(build) => {
             let mut expr = build(args, &parameters)?;
-            carry_window(function, &mut expr);
+            carry_clauses(function, &mut expr);
             Ok(Some(expr))
         }
     }
@@ -833,9 +833,19 @@ fn plain_args(function: &Function, name: &str) -> Result<Vec<Expr>, QueryError> 
     }
 }
 
-fn carry_window(original: &Function, expr: &mut Expr) {
-    if let (Some(over), Expr::Function(function)) = (&original.over, &mut *expr) {
+/// What the call said around its arguments (`DISTINCT`, `OVER`) goes on the call it became.
+fn carry_clauses(original: &Function, expr: &mut Expr) {
+    let Expr::Function(function) = expr else {
+        return;
+    };
+    if let Some(over) = &original.over {
         function.over = Some(over.clone());
+    }
+    if let (FunctionArguments::List(from), FunctionArguments::List(to)) =
+        (&original.args, &mut function.args)
+        && from.duplicate_treatment.is_some()
+    {
+        to.duplicate_treatment = from.duplicate_treatment;
     }
 }
 
