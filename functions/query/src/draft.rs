@@ -24,6 +24,7 @@ async fn top(state: &AppState, project: &Project, text: &str) -> Vec<String> {
         text: text.into(),
         name: None,
         bindings: Bindings::default(),
+        structured: None,
     };
     let caller = Caller::default();
     let run = Run {

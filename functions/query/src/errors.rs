@@ -13,6 +13,9 @@ pub fn api_error(error: &QueryError) -> ApiError {
             error.code(),
             message.clone(),
         ),
+        QueryError::Invalid { attr, detail } => {
+            ApiError::field(format!("query.{attr}"), "invalid_input", detail.clone())
+        }
         QueryError::Timeout | QueryError::Memory => ApiError::new(
             StatusCode::GATEWAY_TIMEOUT,
             ErrorType::ServerError,
@@ -46,7 +49,7 @@ pub fn log_exception(error: &QueryError, before_start: bool) -> (&'static str, &
     };
     let (name, code) = match error {
         QueryError::Syntax(_) => ("SYNTAX_ERROR", 62),
-        QueryError::Query(_) => ("BAD_ARGUMENTS", 36),
+        QueryError::Query(_) | QueryError::Invalid { .. } => ("BAD_ARGUMENTS", 36),
         QueryError::Timeout => ("TIMEOUT_EXCEEDED", 159),
         QueryError::Memory => ("MEMORY_LIMIT_EXCEEDED", 241),
         QueryError::Cancelled => ("QUERY_WAS_CANCELLED", 394),

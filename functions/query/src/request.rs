@@ -50,12 +50,15 @@ impl Mode {
 const MAX_NAME_CHARS: usize = 128;
 const MAX_CLIENT_QUERY_ID_CHARS: usize = 200;
 
-/// A validated SQL node ready for the engine.
-#[derive(Debug, Clone)]
+/// A validated node ready for the engine: SQL text, or a structured node compiled at run time.
+#[derive(Debug, Clone, Default)]
 pub struct SqlNode {
+    /// The SQL text (for a structured node: the node as JSON, for the query log).
     pub text: String,
     pub name: Option<String>,
     pub bindings: Bindings,
+    /// An EventsQuery, TrendsQuery, FunnelsQuery or RetentionQuery (see `insights`).
+    pub structured: Option<Value>,
 }
 
 impl QueryRequest {
@@ -153,11 +156,23 @@ impl QueryRequest {
                 ));
             }
         };
+        check_version(node)?;
+        if insights::KINDS.contains(&kind) {
+            return Ok(SqlNode {
+                text: Value::Object(node.clone()).to_string(),
+                name: self.name.clone(),
+                bindings: Bindings::default(),
+                structured: Some(Value::Object(node.clone())),
+            });
+        }
         if kind != "HogQLQuery" && kind != "SqlDialectQuery" {
             return Err(ApiError::field(
                 "query.kind",
                 "invalid",
-                format!("Query kind {kind} is not supported; use SqlDialectQuery (or HogQLQuery)."),
+                format!(
+                    "Query kind {kind} is not supported; use SqlDialectQuery (or HogQLQuery), {}.",
+                    insights::KINDS.join(", ")
+                ),
             ));
         }
         const KNOWN: &[&str] = &[
@@ -181,17 +196,6 @@ impl QueryRequest {
                 "invalid",
                 format!("Unknown field: {unknown}."),
             ));
-        }
-        match node.get("version") {
-            None | Some(Value::Null) => {}
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => {}
-            Some(_) => {
-                return Err(ApiError::field(
-                    "query.version",
-                    "invalid",
-                    "version must be a positive integer.",
-                ));
-            }
         }
         let text = match node.get("query") {
             Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
@@ -271,6 +275,19 @@ impl QueryRequest {
                 values,
                 variables: by_code_name,
             },
+            structured: None,
         })
+    }
+}
+
+fn check_version(node: &Map<String, Value>) -> Result<(), ApiError> {
+    match node.get("version") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => Ok(()),
+        Some(_) => Err(ApiError::field(
+            "query.version",
+            "invalid",
+            "version must be a positive integer.",
+        )),
     }
 }

@@ -108,7 +108,7 @@ async fn execute(
     let caller = Caller::of(auth);
     if mode.is_async() {
         // Checked now, so a bad query is a 400 here rather than a failed job later.
-        engine::sql::prepare(&node.text, &node.bindings).map_err(|e| api_error(&e))?;
+        runner::check(project, &node).map_err(|e| api_error(&e))?;
         let longest = chrono::Duration::from_std(state.config.query.timeout)
             .unwrap_or(chrono::Duration::minutes(10));
         let status = QueryStatus::new(
@@ -234,6 +234,7 @@ pub async fn log(
             values,
             variables: Default::default(),
         },
+        structured: None,
     };
     let caller = Caller::of(&auth);
     let mut response = runner::run(

@@ -113,7 +113,13 @@ pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Va
         team_id: run.project.id,
         endpoint: run.endpoint.to_owned(),
         query: run.node.text.clone(),
-        kind: "HogQLQuery".into(),
+        kind: run
+            .node
+            .structured
+            .as_ref()
+            .and_then(|node| node["kind"].as_str())
+            .unwrap_or("HogQLQuery")
+            .into(),
         name: run.node.name.clone(),
         query_start_time: started_at,
         query_duration_ms: 0.0,
@@ -153,6 +159,9 @@ async fn execute(
     cancelled: impl Future<Output = ()>,
     record: &mut QueryLogRecord,
 ) -> Result<Value, (QueryError, bool)> {
+    if let Some(node) = &run.node.structured {
+        return execute_structured(run, node, cancelled, record).await;
+    }
     let prepared = sql::prepare(&run.node.text, &run.node.bindings).map_err(|e| (e, true))?;
     let limits = limits(run.state);
     let session = sql::open_session(
@@ -193,32 +202,192 @@ async fn execute(
     Ok(response)
 }
 
+/// Checks a node before it is queued, so a bad one is a 400 now rather than a failed job later.
+pub fn check(project: &Project, node: &SqlNode) -> Result<(), QueryError> {
+    match &node.structured {
+        Some(structured) => compile_structured(project, structured).map(|_| ()),
+        None => sql::prepare(&node.text, &node.bindings).map(|_| ()),
+    }
+}
+
+/// Compiles a structured node for this project into its dialect queries, each prepared.
+pub fn compile_structured(
+    project: &Project,
+    node: &Value,
+) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
+    let context = insights::Context {
+        timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
+        now: Utc::now(),
+        week_start_day: 0,
+        check_expression: sql::check_expression,
+    };
+    let compiled = insights::compile(node, &context).map_err(|invalid| QueryError::Invalid {
+        attr: invalid.attr,
+        detail: invalid.detail,
+    })?;
+    let prepared = compiled
+        .queries
+        .iter()
+        .map(|text| sql::prepare(text, &sql::Bindings::default()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((compiled, prepared))
+}
+
+/// A structured node: its queries run in turn (sharing the time limit), their tables assembled
+/// into the node's response; cached as one result.
+async fn execute_structured(
+    run: &Run<'_>,
+    node: &Value,
+    cancelled: impl Future<Output = ()>,
+    record: &mut QueryLogRecord,
+) -> Result<Value, (QueryError, bool)> {
+    let started = Instant::now();
+    let (compiled, prepared) = compile_structured(run.project, node).map_err(|e| (e, true))?;
+    let limits = limits(run.state);
+    let mut sessions = Vec::with_capacity(prepared.len());
+    for query in &prepared {
+        let session = sql::open_session(
+            run.state,
+            run.project.id,
+            &run.project.timezone,
+            query,
+            &limits,
+        )
+        .await
+        .map_err(|e| (e, true))?;
+        sessions.push(session);
+    }
+    let all_sql = prepared
+        .iter()
+        .map(|query| query.sql.as_str())
+        .collect::<Vec<_>>()
+        .join(";\n");
+    let events_version = sessions.first().and_then(|s| s.events_version);
+    let cache_key = prepared
+        .iter()
+        .all(|query| query.tables.iter().all(|t| t == "events"))
+        .then(|| cache::key(run.project.id, &all_sql, events_version));
+    if let Some(key) = &cache_key
+        && !run.force
+        && let Some(mut cached) = cache::load(run.state, run.project.id, key).await
+    {
+        cached["is_cached"] = Value::Bool(true);
+        cached["query_status"] = Value::Null;
+        return Ok(cached);
+    }
+    tokio::pin!(cancelled);
+    let mut tables = Vec::with_capacity(prepared.len());
+    let mut timings = Vec::new();
+    for (index, (query, session)) in prepared.iter().zip(&sessions).enumerate() {
+        // The node's queries share one time limit.
+        let left = limits.timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Err((QueryError::Timeout, false));
+        }
+        let bounded = Limits {
+            timeout: left,
+            ..limits
+        };
+        let output = tokio::select! {
+            output = session.execute(query, &bounded) => output.map_err(|e| (e, false))?,
+            _ = &mut cancelled => return Err((QueryError::Cancelled, false)),
+        };
+        record.read_rows += output.read_rows;
+        record.read_bytes += output.read_bytes;
+        record.result_bytes += output.result_bytes;
+        record.memory_usage = record.memory_usage.max(output.memory_usage);
+        timings.extend(
+            output
+                .timings
+                .iter()
+                .map(|(k, t)| (format!("./query_{index}{}", k.trim_start_matches('.')), *t)),
+        );
+        tables.push(insights::Table {
+            columns: output.columns,
+            types: output.types,
+            rows: output.results,
+        });
+    }
+    timings.push((".".into(), started.elapsed().as_secs_f64()));
+    let assembled = compiled.assemble(tables).map_err(|invalid| {
+        (
+            QueryError::Invalid {
+                attr: invalid.attr,
+                detail: invalid.detail,
+            },
+            false,
+        )
+    })?;
+    let hogql = prepared
+        .iter()
+        .map(|query| query.hogql.as_str())
+        .collect::<Vec<_>>()
+        .join(";\n");
+    let mut response = common_fields(run, &hogql, &all_sql, &timings, cache_key.as_deref());
+    if let (Value::Object(fields), Value::Object(specific)) = (&mut response, assembled) {
+        record.result_rows = specific
+            .get("results")
+            .and_then(Value::as_array)
+            .map_or(0, |rows| rows.len() as u64);
+        fields.extend(specific);
+    }
+    if let Some(key) = &cache_key {
+        cache::store(run.state, run.project.id, key, &response).await;
+    }
+    Ok(response)
+}
+
 fn response(
     run: &Run<'_>,
     prepared: &sql::Prepared,
     output: Output,
     cache_key: Option<&str>,
 ) -> Value {
-    let now = Utc::now();
     let hogql = match prepared.paginated {
         true => format!("{} LIMIT {}", prepared.hogql, sql::DEFAULT_LIMIT),
         false => prepared.hogql.clone(),
     };
+    let mut response = common_fields(run, &hogql, &prepared.sql, &output.timings, cache_key);
+    if let Value::Object(fields) = &mut response {
+        fields.extend([
+            ("results".into(), json!(output.results)),
+            ("columns".into(), json!(output.columns)),
+            (
+                "types".into(),
+                json!(
+                    output
+                        .types
+                        .iter()
+                        .map(|(name, kind)| json!([name, kind]))
+                        .collect::<Vec<_>>()
+                ),
+            ),
+            ("hasMore".into(), json!(output.has_more)),
+            ("limit".into(), json!(output.limit)),
+            ("offset".into(), json!(output.offset)),
+        ]);
+    }
+    response
+}
+
+/// What every query response carries: the query, timings and the cache fields.
+fn common_fields(
+    run: &Run<'_>,
+    hogql: &str,
+    sql: &str,
+    timings: &[(String, f64)],
+    cache_key: Option<&str>,
+) -> Value {
+    let now = Utc::now();
     json!({
-        "results": output.results,
-        "columns": output.columns,
-        "types": output.types.iter().map(|(name, kind)| json!([name, kind])).collect::<Vec<_>>(),
-        "query": run.node.text,
+        "query": run.node.structured.clone().unwrap_or_else(|| Value::String(run.node.text.clone())),
         "hogql": hogql,
-        "clickhouse": prepared.sql,
-        "timings": output.timings.iter().map(|(k, t)| json!({"k": k, "t": t})).collect::<Vec<_>>(),
+        "clickhouse": sql,
+        "timings": timings.iter().map(|(k, t)| json!({"k": k, "t": t})).collect::<Vec<_>>(),
         "modifiers": {},
         "error": null,
         "explain": null,
         "metadata": null,
-        "hasMore": output.has_more,
-        "limit": output.limit,
-        "offset": output.offset,
         "is_cached": false,
         "cache_key": cache_key,
         "last_refresh": now.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),

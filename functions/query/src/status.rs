@@ -36,6 +36,8 @@ pub struct Job {
     pub user: Option<String>,
     pub api_key_label: Option<String>,
     pub api_key_mask: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
 }
 
 impl Job {
@@ -49,6 +51,7 @@ impl Job {
             user: caller.user.clone(),
             api_key_label: caller.api_key_label.clone(),
             api_key_mask: caller.api_key_mask.clone(),
+            structured: node.structured.clone(),
         }
     }
 
@@ -60,6 +63,7 @@ impl Job {
                 values: self.values.clone(),
                 variables: self.variables.clone(),
             },
+            structured: self.structured.clone(),
         }
     }
 

@@ -284,15 +284,10 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "toStartOfHour",
             meta(1, 1, Template(&[(1, "date_trunc('hour', $0)")])),
         ),
-        (
-            "toStartOfDay",
-            meta(
-                1,
-                2,
-                Template(&[(1, "date_trunc('day', $0)"), (2, "date_trunc('day', $0)")]),
-            ),
-        ),
+        ("toStartOfDay", meta(1, 2, Special(start_of_day))),
         ("toStartOfWeek", meta(1, 2, Special(start_of_week))),
+        // Same instant, read in another zone: truncations then follow that zone's calendar.
+        ("toTimeZone", meta(2, 2, Special(to_time_zone))),
         (
             "toMonday",
             meta(
@@ -1031,6 +1026,30 @@ fn multi_if(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     }
     text.push_str(&format!(" ELSE {}{} END", template::SLOT, args.len() - 1));
     template::expr(&text, &args)
+}
+
+/// `toTimeZone(t, 'Zone')`: the zone must be a constant IANA name.
+fn to_time_zone(mut args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let zone = string_argument(&args[1], "toTimeZone")?;
+    if zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(QueryError::Query(format!(
+            "Unknown time zone '{zone}' in toTimeZone"
+        )));
+    }
+    args.truncate(1);
+    let timestamp = args.remove(0);
+    Ok(Expr::Nested(Box::new(Expr::AtTimeZone {
+        timestamp: Box::new(timestamp),
+        time_zone: Box::new(string_literal(&zone)),
+    })))
+}
+
+/// `toStartOfDay(t[, 'Zone'])`: with a zone, the day of that zone's calendar.
+fn start_of_day(mut args: Vec<Expr>, parameters: &[Expr]) -> Result<Expr, QueryError> {
+    if args.len() == 2 {
+        args = vec![to_time_zone(args, parameters)?];
+    }
+    instantiate("date_trunc('day', $0)", args)
 }
 
 fn start_of_week(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {

@@ -43,6 +43,9 @@ pub enum QueryError {
     Memory,
     #[error("Query was cancelled")]
     Cancelled,
+    /// A structured node that cannot be compiled: the field and what is wrong with it.
+    #[error("{detail}")]
+    Invalid { attr: String, detail: String },
     #[error("{0}")]
     Internal(String),
 }
@@ -86,6 +89,35 @@ pub fn prepare(text: &str, bindings: &Bindings) -> Result<Prepared, QueryError> 
         tables: rewritten.tables,
         paginated: rewritten.paginated,
     })
+}
+
+/// Whether `text` is exactly one expression of the dialect (so that, put in parentheses inside a
+/// compiled query, it cannot reshape that query).
+pub fn check_expression(text: &str) -> Result<(), String> {
+    use datafusion::sql::sqlparser::ast::SetExpr;
+    let parsed = parse::parse(&format!("SELECT ({text})")).map_err(|e| e.to_string())?;
+    let query = parsed.query;
+    let single = match query.body.as_ref() {
+        SetExpr::Select(select) => {
+            select.projection.len() == 1
+                && select.from.is_empty()
+                && select.selection.is_none()
+                && select.having.is_none()
+                && select.prewhere.is_none()
+                && select.distinct.is_none()
+                && matches!(&select.group_by, datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
+        }
+        _ => false,
+    };
+    if !single
+        || query.with.is_some()
+        || query.order_by.is_some()
+        || query.limit_clause.is_some()
+        || !parsed.placeholders.is_empty()
+    {
+        return Err(format!("`{text}` is not a single expression"));
+    }
+    Ok(())
 }
 
 /// A DataFusion session holding one project's tables.
