@@ -79,13 +79,13 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             ),
         ),
         ("uniq", agg(1, ANY, Special(uniq))),
-        ("uniqExact", agg(1, ANY, Special(uniq))),
+        ("uniqExact", agg(1, ANY, Special(uniq_exact))),
         (
             "uniqIf",
             agg(
                 2,
                 2,
-                Template(&[(2, "count(DISTINCT $0) FILTER (WHERE $1)")]),
+                Template(&[(2, "count(DISTINCT hogql_uniq_hash($0)) FILTER (WHERE $1)")]),
             ),
         ),
         (
@@ -955,7 +955,14 @@ fn count(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     }
 }
 
+/// `uniq`: distinct 64-bit hashes (ClickHouse's uniq is approximate too; this one is exact but
+/// for hash collisions, and far lighter than distinct values).
 fn uniq(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let hash = template::call("hogql_uniq_hash", &args)?;
+    instantiate("count(DISTINCT $0)", vec![hash])
+}
+
+fn uniq_exact(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     if args.len() == 1 {
         instantiate("count(DISTINCT $0)", args)
     } else {
