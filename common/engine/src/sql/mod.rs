@@ -160,8 +160,8 @@ pub async fn open_session(
     for udf in udfs::all() {
         ctx.register_udf(udf);
     }
-    let registered = tables::register(&ctx, state, team_id, &prepared.tables).await?;
     let zone: chrono_tz::Tz = timezone.parse().unwrap_or(chrono_tz::UTC);
+    let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
     Ok(Session {
         ctx,
         events_version: registered.events_version,

@@ -39,17 +39,21 @@ fn utc_micros() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
+/// Registers the tables `used` names. Event times are typed in the project's time zone, so date
+/// functions (`toStartOfDay(timestamp)`, `toDate`, ...) and naive date literals compared with them
+/// follow the project's calendar, as in PostHog.
 pub async fn register(
     ctx: &SessionContext,
     state: &AppState,
     team_id: i64,
+    zone: &str,
     used: &[String],
 ) -> Result<Registered, QueryError> {
     let mut registered = Registered {
         events_version: None,
     };
     if used.iter().any(|t| t == EVENTS) {
-        registered.events_version = register_events(ctx, state, team_id).await?;
+        registered.events_version = register_events(ctx, state, team_id, zone).await?;
     }
     if used.iter().any(|t| t == PERSONS) {
         register_persons(ctx, state, team_id).await?;
@@ -68,6 +72,7 @@ async fn register_events(
     ctx: &SessionContext,
     state: &AppState,
     team_id: i64,
+    zone: &str,
 ) -> Result<Option<u64>, QueryError> {
     let table = lake::open_existing(state, team_id)
         .await
@@ -89,10 +94,10 @@ async fn register_events(
         }
     }
     let column = |name: &str| Expr::Column(Column::new_unqualified(name));
-    let utc = |name: &str| {
+    let zoned = |name: &str| {
         Expr::Cast(datafusion::logical_expr::Cast::new(
             Box::new(column(name)),
-            utc_micros(),
+            DataType::Timestamp(TimeUnit::Microsecond, Some(zone.into())),
         ))
         .alias(name)
     };
@@ -100,10 +105,10 @@ async fn register_events(
         column("uuid"),
         column("event"),
         column("properties"),
-        utc("timestamp"),
+        zoned("timestamp"),
         column("distinct_id"),
         column("elements_chain"),
-        utc("created_at"),
+        zoned("created_at"),
         column("$session_id"),
         column("person_id"),
         column("person_properties"),
