@@ -569,3 +569,93 @@ async fn request_validation() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn filters_placeholder_applies_the_nodes_filters_and_overrides() {
+    for world in World::all().await {
+        let name = world.name();
+        let project = &world.bootstrap.project;
+        let batch: Vec<Value> = [
+            ("a", "Chrome", "2026-11-01T10:00:00Z"),
+            ("b", "Safari", "2026-11-02T10:00:00Z"),
+            ("c", "Chrome", "2026-11-03T10:00:00Z"),
+        ]
+        .iter()
+        .map(|(id, browser, at)| {
+            json!({"event": "seen", "distinct_id": id, "timestamp": at,
+                   "properties": {"$browser": browser}})
+        })
+        .collect();
+        let (status, body) = world
+            .send(
+                Method::POST,
+                "/batch/",
+                None,
+                Some(&json!({"api_key": project.api_token, "batch": batch}).to_string()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        engine::commit_all(&world.backend.state).await.unwrap();
+        let path = format!("/api/projects/{}/query/", project.id);
+        let run = |filters: Value, overrides: Value| {
+            json!({
+                "query": {"kind": "HogQLQuery",
+                          "query": "select count() from events where {filters}",
+                          "filters": filters},
+                "filters_override": overrides,
+                "refresh": "force_blocking",
+            })
+        };
+        let chrome = json!({"properties": [{"key": "$browser", "value": "Chrome", "operator": "exact", "type": "event"}]});
+        for (filters, overrides, expected) in [
+            (Value::Null, Value::Null, 3),
+            (chrome.clone(), Value::Null, 2),
+            (
+                chrome.clone(),
+                json!({"dateRange": {"date_from": "2026-11-02", "date_to": "2026-11-03"}}),
+                1,
+            ),
+            (
+                chrome,
+                json!({"properties": [], "dateRange": {"date_to": "2026-11-02"}}),
+                2,
+            ),
+        ] {
+            let (status, body) = post(
+                &world,
+                &path,
+                world.admin_key(),
+                run(filters.clone(), overrides.clone()),
+            )
+            .await;
+            assert_eq!(
+                status,
+                StatusCode::OK,
+                "{name} {filters} {overrides}: {body}"
+            );
+            assert_eq!(
+                body["results"],
+                json!([[expected]]),
+                "{name} {filters} {overrides}"
+            );
+        }
+        let (status, body) = post(
+            &world,
+            &path,
+            world.admin_key(),
+            run(json!({"dateRange": {"date_from": "someday"}}), Value::Null),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(body["attr"], "query.filters.dateRange.date_from", "{name}");
+        let (status, body) = post(
+            &world,
+            &path,
+            world.admin_key(),
+            run(Value::Null, json!({"bogus": true})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(body["attr"], "filters_override.bogus", "{name}");
+    }
+}

@@ -1,16 +1,1153 @@
 //! Property filters (`properties`, `fixedProperties`: a list, or an AND/OR group) as a boolean
 //! expression of the dialect. OWNER: the EventsQuery helper.
+//!
+//! Semantics follow PostHog's `property_to_expr`: a list is an AND, a group `{type, values}` is an
+//! AND or an OR of filters and nested groups, an empty filter (`{}`) or an empty value list is a
+//! no-op. There are no property definitions here, so the value decides how to compare: a number
+//! compares `toFloat(prop)` numerically, anything else compares the property's text.
 
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
 use serde_json::Value;
 
+use crate::sql_text;
 use crate::{Context, Invalid};
+
+/// Columns an `event_metadata` filter may name (the `events` table's own columns).
+const EVENT_COLUMNS: &[&str] = &[
+    "event",
+    "distinct_id",
+    "person_id",
+    "timestamp",
+    "created_at",
+    "uuid",
+    "$session_id",
+    "elements_chain",
+];
+
+/// Filter types PostHog has that need data this engine does not keep (cohorts, sessions, groups,
+/// the parsed element chain).
+const UNSUPPORTED_TYPES: &[&str] = &[
+    "element",
+    "cohort",
+    "static-cohort",
+    "precalculated-cohort",
+    "session",
+    "group",
+    "behavioral",
+    "feature",
+    "flag",
+    "recording",
+    "log_entry",
+    "data_warehouse",
+    "data_warehouse_person_property",
+    "error_tracking_issue",
+    "revenue_analytics",
+];
 
 /// The filters as one boolean dialect expression (`true` when there are none); `attr` names the
 /// field in errors (`properties`, `series[0].properties`, ...).
-pub fn expression(filters: Option<&Value>, _ctx: &Context, attr: &str) -> Result<String, Invalid> {
+pub fn expression(filters: Option<&Value>, ctx: &Context, attr: &str) -> Result<String, Invalid> {
+    // Parenthesized, so callers can put it beside their own conditions as it is.
+    let condition = tree(filters, ctx, attr)?;
+    Ok(if condition == "true" {
+        condition
+    } else {
+        format!("({condition})")
+    })
+}
+
+fn tree(filters: Option<&Value>, ctx: &Context, attr: &str) -> Result<String, Invalid> {
     match filters {
         None | Some(Value::Null) => Ok("true".into()),
-        Some(Value::Array(items)) if items.is_empty() => Ok("true".into()),
-        Some(_) => Err(Invalid::new(attr, "property filters are not implemented yet")),
+        Some(Value::Array(items)) => {
+            let parts = items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| node(item, ctx, &format!("{attr}[{index}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(combine(parts, "AND"))
+        }
+        Some(value @ Value::Object(_)) => node(value, ctx, attr),
+        Some(_) => Err(Invalid::new(
+            attr,
+            "Property filters must be a list of filters or a group {\"type\": \"AND\"|\"OR\", \"values\": [...]}.",
+        )),
+    }
+}
+
+/// Joins boolean expressions; no parts is `true`.
+fn combine(parts: Vec<String>, joiner: &str) -> String {
+    let parts: Vec<String> = parts.into_iter().filter(|p| p != "true").collect();
+    match parts.len() {
+        0 => "true".into(),
+        1 => parts.into_iter().next().unwrap_or_default(),
+        _ => parts
+            .iter()
+            .map(|p| format!("({p})"))
+            .collect::<Vec<_>>()
+            .join(&format!(" {joiner} ")),
+    }
+}
+
+fn is_group(object: &serde_json::Map<String, Value>) -> bool {
+    matches!(
+        object.get("type").and_then(Value::as_str),
+        Some("AND" | "OR")
+    ) || (object.contains_key("values") && !object.contains_key("key"))
+}
+
+/// One list item: a filter or a nested group.
+fn node(value: &Value, ctx: &Context, attr: &str) -> Result<String, Invalid> {
+    let Value::Object(object) = value else {
+        return Err(Invalid::new(attr, "A property filter must be an object."));
+    };
+    if !is_group(object) {
+        return filter(object, ctx, attr);
+    }
+    let joiner = match object.get("type") {
+        Some(Value::String(kind)) if kind == "AND" => "AND",
+        Some(Value::String(kind)) if kind == "OR" => "OR",
+        Some(other) => {
+            return Err(Invalid::new(
+                format!("{attr}.type"),
+                format!("A property group's type must be \"AND\" or \"OR\", not {other}."),
+            ));
+        }
+        None => "AND",
+    };
+    let values = match object.get("values") {
+        None | Some(Value::Null) => return Ok("true".into()),
+        Some(Value::Array(values)) => values,
+        Some(_) => {
+            return Err(Invalid::new(
+                format!("{attr}.values"),
+                "A property group's values must be a list.",
+            ));
+        }
+    };
+    let parts = values
+        .iter()
+        .enumerate()
+        .map(|(index, item)| node(item, ctx, &format!("{attr}.values[{index}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    // An OR with a no-op member is a no-op as a whole.
+    if joiner == "OR" && parts.iter().any(|p| p == "true") {
+        return Ok("true".into());
+    }
+    Ok(combine(parts, joiner))
+}
+
+/// What a filter compares: a JSON property (nullable text) or a bare column.
+struct Target {
+    expr: String,
+    /// A DateTime column: string values are read as instants.
+    datetime: bool,
+}
+
+fn filter(
+    object: &serde_json::Map<String, Value>,
+    ctx: &Context,
+    attr: &str,
+) -> Result<String, Invalid> {
+    // `{}` is PostHog's EmptyPropertyFilter.
+    if object.is_empty() {
+        return Ok("true".into());
+    }
+    let kind = match object.get("type") {
+        None | Some(Value::Null) => "event",
+        Some(Value::String(kind)) => kind.as_str(),
+        Some(_) => {
+            return Err(Invalid::new(
+                format!("{attr}.type"),
+                "A property filter's type must be a string.",
+            ));
+        }
+    };
+    let key = match object.get("key") {
+        Some(Value::String(key)) => key.as_str(),
+        None | Some(Value::Null) => {
+            return Err(Invalid::new(
+                format!("{attr}.key"),
+                "A property filter needs a key.",
+            ));
+        }
+        Some(_) => {
+            return Err(Invalid::new(
+                format!("{attr}.key"),
+                "A property filter's key must be a string.",
+            ));
+        }
+    };
+    let target = match kind {
+        "hogql" => {
+            (ctx.check_expression)(key).map_err(|e| Invalid::new(format!("{attr}.key"), e))?;
+            return Ok(format!("({key})"));
+        }
+        "event" if key == "$elements_chain" => Target {
+            expr: "elements_chain".into(),
+            datetime: false,
+        },
+        "event" => Target {
+            expr: sql_text::property(key, false),
+            datetime: false,
+        },
+        "person" => Target {
+            expr: sql_text::property(key, true),
+            datetime: false,
+        },
+        "event_metadata" => {
+            if !EVENT_COLUMNS.contains(&key) {
+                return Err(Invalid::new(
+                    format!("{attr}.key"),
+                    format!(
+                        "'{key}' is not an event column; event_metadata filters can use: {}.",
+                        EVENT_COLUMNS.join(", ")
+                    ),
+                ));
+            }
+            Target {
+                expr: key.to_string(),
+                datetime: matches!(key, "timestamp" | "created_at"),
+            }
+        }
+        other if UNSUPPORTED_TYPES.contains(&other) => {
+            return Err(Invalid::new(
+                format!("{attr}.type"),
+                format!("Property filters of type '{other}' are not supported here."),
+            ));
+        }
+        other => {
+            return Err(Invalid::new(
+                format!("{attr}.type"),
+                format!("Unknown property filter type '{other}'."),
+            ));
+        }
+    };
+    let operator = match object.get("operator") {
+        None | Some(Value::Null) => Operator::Exact,
+        Some(Value::String(name)) => Operator::parse(name).ok_or_else(|| {
+            Invalid::new(
+                format!("{attr}.operator"),
+                format!("Unknown property filter operator '{name}'."),
+            )
+        })?,
+        Some(_) => {
+            return Err(Invalid::new(
+                format!("{attr}.operator"),
+                "A property filter's operator must be a string.",
+            ));
+        }
+    };
+    let value = object.get("value").unwrap_or(&Value::Null);
+    compare(&target, operator, value, ctx, attr)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operator {
+    Exact,
+    IsNot,
+    Icontains,
+    NotIcontains,
+    Regex,
+    NotRegex,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    IsSet,
+    IsNotSet,
+    IsDateExact,
+    IsDateBefore,
+    IsDateAfter,
+    Between,
+    NotBetween,
+    In,
+    NotIn,
+}
+
+impl Operator {
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "exact" => Self::Exact,
+            "is_not" => Self::IsNot,
+            "icontains" => Self::Icontains,
+            "not_icontains" => Self::NotIcontains,
+            "regex" => Self::Regex,
+            "not_regex" => Self::NotRegex,
+            "gt" => Self::Gt,
+            "gte" | "min" => Self::Gte,
+            "lt" => Self::Lt,
+            "lte" | "max" => Self::Lte,
+            "is_set" => Self::IsSet,
+            "is_not_set" => Self::IsNotSet,
+            "is_date_exact" => Self::IsDateExact,
+            "is_date_before" => Self::IsDateBefore,
+            "is_date_after" => Self::IsDateAfter,
+            "between" => Self::Between,
+            "not_between" => Self::NotBetween,
+            "in" => Self::In,
+            "not_in" => Self::NotIn,
+            _ => return None,
+        })
+    }
+
+    /// Several values of a negative operator must all hold (AND); of a positive one, any (OR).
+    fn negative(self) -> bool {
+        matches!(
+            self,
+            Self::IsNot | Self::NotIcontains | Self::NotRegex | Self::NotIn
+        )
+    }
+}
+
+fn compare(
+    target: &Target,
+    operator: Operator,
+    value: &Value,
+    ctx: &Context,
+    attr: &str,
+) -> Result<String, Invalid> {
+    let e = &target.expr;
+    let value_attr = format!("{attr}.value");
+    match operator {
+        // The value does not matter for these.
+        Operator::IsSet => return Ok(format!("{e} IS NOT NULL")),
+        Operator::IsNotSet => return Ok(format!("{e} IS NULL")),
+        Operator::Between | Operator::NotBetween => {
+            return between(e, operator, value, &value_attr);
+        }
+        _ => {}
+    }
+    let values = match value {
+        Value::Array(items) => items.as_slice(),
+        other => std::slice::from_ref(other),
+    };
+    if values.is_empty() {
+        return Ok("true".into());
+    }
+    if values.len() == 1 {
+        let attr = if value.is_array() {
+            format!("{value_attr}[0]")
+        } else {
+            value_attr
+        };
+        return scalar(target, operator, &values[0], ctx, &attr);
+    }
+    if matches!(
+        operator,
+        Operator::Exact | Operator::In | Operator::IsNot | Operator::NotIn
+    ) {
+        let negated = matches!(operator, Operator::IsNot | Operator::NotIn);
+        return in_list(target, negated, values, ctx, &value_attr);
+    }
+    let parts = values
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            scalar(
+                target,
+                operator,
+                item,
+                ctx,
+                &format!("{value_attr}[{index}]"),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(combine(
+        parts,
+        if operator.negative() { "AND" } else { "OR" },
+    ))
+}
+
+/// A filter value as a dialect constant.
+enum Constant {
+    Number(String),
+    Text(String),
+    Null,
+}
+
+fn constant(value: &Value, attr: &str) -> Result<Constant, Invalid> {
+    Ok(match value {
+        Value::Null => Constant::Null,
+        Value::Bool(flag) => Constant::Text(flag.to_string()),
+        Value::Number(number) => Constant::Number(number.to_string()),
+        Value::String(text) => Constant::Text(text.clone()),
+        Value::Array(_) | Value::Object(_) => {
+            return Err(Invalid::new(
+                attr,
+                "A property filter value must be a string, a number, a boolean or a list of those.",
+            ));
+        }
+    })
+}
+
+/// The value as text (numbers and booleans as their JSON spelling), for text-only operators.
+fn text_of(value: &Value, operator: Operator, attr: &str) -> Result<String, Invalid> {
+    match constant(value, attr)? {
+        Constant::Number(text) | Constant::Text(text) => Ok(text),
+        Constant::Null => Err(value_required(operator, attr)),
+    }
+}
+
+fn value_required(operator: Operator, attr: &str) -> Invalid {
+    Invalid::new(
+        attr,
+        format!("The {} operator needs a value.", operator_name(operator)),
+    )
+}
+
+fn operator_name(operator: Operator) -> &'static str {
+    match operator {
+        Operator::Exact => "exact",
+        Operator::IsNot => "is_not",
+        Operator::Icontains => "icontains",
+        Operator::NotIcontains => "not_icontains",
+        Operator::Regex => "regex",
+        Operator::NotRegex => "not_regex",
+        Operator::Gt => "gt",
+        Operator::Gte => "gte",
+        Operator::Lt => "lt",
+        Operator::Lte => "lte",
+        Operator::IsSet => "is_set",
+        Operator::IsNotSet => "is_not_set",
+        Operator::IsDateExact => "is_date_exact",
+        Operator::IsDateBefore => "is_date_before",
+        Operator::IsDateAfter => "is_date_after",
+        Operator::Between => "between",
+        Operator::NotBetween => "not_between",
+        Operator::In => "in",
+        Operator::NotIn => "not_in",
+    }
+}
+
+/// The left side and the constant of an ordinary comparison: numeric when the value is a number,
+/// an instant for DateTime columns, text otherwise.
+fn sides(
+    target: &Target,
+    constant: Constant,
+    ctx: &Context,
+    attr: &str,
+) -> Result<(String, String), Invalid> {
+    let e = &target.expr;
+    Ok(match constant {
+        Constant::Number(number) if !target.datetime => (format!("toFloat({e})"), number),
+        Constant::Number(number) => (format!("toFloat(toUnixTimestamp({e}))"), number),
+        Constant::Text(text) if target.datetime => {
+            (e.clone(), datetime_constant(&text, ctx, attr)?)
+        }
+        Constant::Text(text) => (e.clone(), sql_text::string(&text)),
+        Constant::Null => (e.clone(), "NULL".into()),
+    })
+}
+
+/// A date value compared with a DateTime column: read like PostHog reads dates (naive times in
+/// the project's time zone, relative dates), as an instant.
+fn datetime_constant(text: &str, ctx: &Context, attr: &str) -> Result<String, Invalid> {
+    parse_date(text, ctx).map(instant_literal).ok_or_else(|| {
+        Invalid::new(
+            attr,
+            format!("'{text}' is not a date (ISO 8601 or relative like -7d)."),
+        )
+    })
+}
+
+fn scalar(
+    target: &Target,
+    operator: Operator,
+    value: &Value,
+    ctx: &Context,
+    attr: &str,
+) -> Result<String, Invalid> {
+    let e = &target.expr;
+    let text_e = if target.datetime {
+        format!("toString({e})")
+    } else {
+        e.clone()
+    };
+    Ok(match operator {
+        Operator::Exact | Operator::In | Operator::IsNot | Operator::NotIn => {
+            let equal = matches!(operator, Operator::Exact | Operator::In);
+            match constant(value, attr)? {
+                Constant::Null if equal => format!("{e} IS NULL"),
+                Constant::Null => format!("{e} IS NOT NULL"),
+                other => {
+                    let (left, right) = sides(target, other, ctx, attr)?;
+                    // The dialect's `=`/`!=` are null-safe: a missing property is "not equal".
+                    format!("{left} {} {right}", if equal { "=" } else { "!=" })
+                }
+            }
+        }
+        Operator::Icontains | Operator::NotIcontains => {
+            let pattern = format!("%{}%", text_of(value, operator, attr)?);
+            let not = if operator == Operator::NotIcontains {
+                "NOT "
+            } else {
+                ""
+            };
+            format!("toString({e}) {not}ILIKE {}", sql_text::string(&pattern))
+        }
+        Operator::Regex | Operator::NotRegex => {
+            // `match` is false for NULL, so a missing property does not match (and `not_regex`
+            // keeps it).
+            let pattern = sql_text::string(&text_of(value, operator, attr)?);
+            let not = if operator == Operator::NotRegex {
+                "NOT "
+            } else {
+                ""
+            };
+            format!("{not}match(toString({text_e}), {pattern})")
+        }
+        Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
+            let symbol = match operator {
+                Operator::Gt => ">",
+                Operator::Gte => ">=",
+                Operator::Lt => "<",
+                _ => "<=",
+            };
+            match constant(value, attr)? {
+                Constant::Null => return Err(value_required(operator, attr)),
+                other => {
+                    let (left, right) = sides(target, other, ctx, attr)?;
+                    format!("{left} {symbol} {right}")
+                }
+            }
+        }
+        Operator::IsDateExact | Operator::IsDateBefore | Operator::IsDateAfter => {
+            let text = match value {
+                Value::String(text) => text,
+                Value::Null => return Err(value_required(operator, attr)),
+                _ => {
+                    return Err(Invalid::new(
+                        attr,
+                        format!(
+                            "The {} operator needs a date string.",
+                            operator_name(operator)
+                        ),
+                    ));
+                }
+            };
+            let instant = parse_date(text, ctx).ok_or_else(|| {
+                Invalid::new(
+                    attr,
+                    format!("'{text}' is not a date (ISO 8601 or relative like -7d)."),
+                )
+            })?;
+            let symbol = match operator {
+                Operator::IsDateExact => "=",
+                Operator::IsDateBefore => "<",
+                _ => ">",
+            };
+            format!(
+                "toDateTime(toString({e})) {symbol} {}",
+                instant_literal(instant)
+            )
+        }
+        Operator::IsSet | Operator::IsNotSet | Operator::Between | Operator::NotBetween => {
+            // Handled before values are split.
+            return Err(Invalid::new(attr, "unexpected operator"));
+        }
+    })
+}
+
+/// `e IN (...)` / `e NOT IN (...)`: numerically when every value is a number.
+fn in_list(
+    target: &Target,
+    negated: bool,
+    values: &[Value],
+    ctx: &Context,
+    attr: &str,
+) -> Result<String, Invalid> {
+    let constants = values
+        .iter()
+        .enumerate()
+        .map(|(index, value)| constant(value, &format!("{attr}[{index}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(index) = constants.iter().position(|c| matches!(c, Constant::Null)) {
+        return Err(Invalid::new(
+            format!("{attr}[{index}]"),
+            "A list of values cannot contain null.",
+        ));
+    }
+    let numeric = !target.datetime && constants.iter().all(|c| matches!(c, Constant::Number(_)));
+    let left = if numeric {
+        format!("toFloat({})", target.expr)
+    } else {
+        target.expr.clone()
+    };
+    let items: Vec<String> = constants
+        .into_iter()
+        .enumerate()
+        .map(|(index, c)| match c {
+            Constant::Number(number) if numeric => Ok(number),
+            Constant::Number(text) | Constant::Text(text) if target.datetime => {
+                datetime_constant(&text, ctx, &format!("{attr}[{index}]"))
+            }
+            Constant::Number(text) | Constant::Text(text) => Ok(sql_text::string(&text)),
+            Constant::Null => Ok("NULL".into()),
+        })
+        .collect::<Result<_, _>>()?;
+    let list = items.join(", ");
+    Ok(if negated {
+        // NULL NOT IN (...) is NULL; PostHog counts a missing value as "not in".
+        format!("coalesce({left} NOT IN ({list}), true)")
+    } else {
+        format!("{left} IN ({list})")
+    })
+}
+
+/// `between` / `not_between` with `[min, max]`, compared numerically.
+fn between(e: &str, operator: Operator, value: &Value, attr: &str) -> Result<String, Invalid> {
+    let name = operator_name(operator);
+    let bounds = match value {
+        Value::Array(items) if items.len() == 2 => items,
+        _ => {
+            return Err(Invalid::new(
+                attr,
+                format!("The {name} operator needs a two-element list [min, max]."),
+            ));
+        }
+    };
+    let number = |item: &Value| -> Option<f64> {
+        match item {
+            Value::Number(n) => n.as_f64(),
+            Value::String(text) => text.trim().parse::<f64>().ok().filter(|n| n.is_finite()),
+            _ => None,
+        }
+    };
+    let (Some(low), Some(high)) = (number(&bounds[0]), number(&bounds[1])) else {
+        return Err(Invalid::new(
+            attr,
+            format!("The {name} operator needs numeric values."),
+        ));
+    };
+    if low > high {
+        return Err(Invalid::new(
+            attr,
+            format!("The {name} operator needs min to be less than or equal to max."),
+        ));
+    }
+    let (low, high) = (float_literal(low), float_literal(high));
+    Ok(if operator == Operator::Between {
+        format!("toFloat({e}) >= {low} AND toFloat({e}) <= {high}")
+    } else {
+        format!("toFloat({e}) < {low} OR toFloat({e}) > {high}")
+    })
+}
+
+fn float_literal(value: f64) -> String {
+    // Debug keeps a decimal point or an exponent, so the literal is always a float.
+    format!("{value:?}")
+}
+
+/// An instant as a dialect constant (UTC, RFC 3339).
+pub(crate) fn instant_literal(instant: DateTime<Utc>) -> String {
+    format!(
+        "toDateTime({})",
+        sql_text::string(&instant.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+    )
+}
+
+/// A date as PostHog's `relative_date_parse` reads it: ISO 8601 (an offset or `Z`, or naive in the
+/// project's time zone), or relative to now in the project's time zone: `-24h`, `-7d`, `-2w`,
+/// `-1m` (months), `-1q`, `-1y`, `-30M` (minutes), `-10s`, optionally with `Start`/`End`
+/// (`dStart` is today's midnight, `-1mStart` the first day of last month).
+///
+/// The trends helper's `date_range` module may grow a shared parser; this one is private to the
+/// filters and EventsQuery until then.
+pub(crate) fn parse_date(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    absolute_date(text, ctx).or_else(|| relative_date(text, ctx))
+}
+
+fn local_to_utc(naive: NaiveDateTime, ctx: &Context) -> Option<DateTime<Utc>> {
+    let tz = ctx.timezone;
+    tz.from_local_datetime(&naive)
+        .earliest()
+        // A wall-clock time skipped by a DST change: take the moment an hour later.
+        .or_else(|| {
+            tz.from_local_datetime(&(naive + Duration::hours(1)))
+                .earliest()
+        })
+        .map(|moment| moment.with_timezone(&Utc))
+}
+
+fn absolute_date(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
+    if let Ok(moment) = DateTime::parse_from_rfc3339(text) {
+        return Some(moment.with_timezone(&Utc));
+    }
+    for format in ["%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z"] {
+        if let Ok(moment) = DateTime::parse_from_str(text, format) {
+            return Some(moment.with_timezone(&Utc));
+        }
+    }
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
+        if let Ok(naive) = NaiveDateTime::parse_from_str(text, format) {
+            return local_to_utc(naive, ctx);
+        }
+    }
+    let date = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
+    local_to_utc(date.and_hms_opt(0, 0, 0)?, ctx)
+}
+
+fn relative_date(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
+    let rest = text.strip_prefix('-').unwrap_or(text);
+    let digits_end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (digits, rest) = rest.split_at(digits_end);
+    let mut chars = rest.chars();
+    let unit = chars.next()?;
+    let position = chars.as_str();
+    if !matches!(position, "" | "Start" | "End") {
+        return None;
+    }
+    let number: i64 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
+    let now = ctx.now.with_timezone(&ctx.timezone).naive_local();
+    let mut moment = match unit {
+        'h' => now - Duration::try_hours(number)?,
+        'd' => now - Duration::try_days(number)?,
+        'w' => now - Duration::try_weeks(number)?,
+        'q' => now - Duration::try_weeks(number.checked_mul(13)?)?,
+        'M' => now - Duration::try_minutes(number)?,
+        's' => now - Duration::try_seconds(number)?,
+        'm' => now.checked_sub_months(chrono::Months::new(u32::try_from(number).ok()?))?,
+        'y' => now.checked_sub_months(chrono::Months::new(
+            u32::try_from(number.checked_mul(12)?).ok()?,
+        ))?,
+        _ => return None,
+    };
+    let start = position == "Start";
+    let end = position == "End";
+    if start || end {
+        let (hour, minute, second, nano) = if start {
+            (0, 0, 0, 0)
+        } else {
+            (23, 59, 59, 999_999_000)
+        };
+        moment = match unit {
+            'h' => moment
+                .with_minute(minute)?
+                .with_second(second)?
+                .with_nanosecond(nano)?,
+            'd' => moment.date().and_hms_nano_opt(hour, minute, second, nano)?,
+            'm' => {
+                let first = moment.date().with_day(1)?;
+                let day = if start {
+                    first
+                } else {
+                    first
+                        .checked_add_months(chrono::Months::new(1))?
+                        .pred_opt()?
+                };
+                day.and_hms_nano_opt(hour, minute, second, nano)?
+            }
+            'y' => {
+                let day = if start {
+                    NaiveDate::from_ymd_opt(moment.year(), 1, 1)?
+                } else {
+                    NaiveDate::from_ymd_opt(moment.year(), 12, 31)?
+                };
+                day.and_hms_nano_opt(hour, minute, second, nano)?
+            }
+            _ => moment,
+        };
+    }
+    local_to_utc(moment, ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn context() -> Context {
+        Context {
+            timezone: chrono_tz::America::New_York,
+            now: Utc
+                .with_ymd_and_hms(2026, 3, 15, 12, 30, 0)
+                .single()
+                .unwrap_or_default(),
+            week_start_day: 0,
+            check_expression: |text| {
+                if text.contains(';') || text.contains(" FROM ") {
+                    Err(format!("`{text}` is not a single expression"))
+                } else {
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    fn compile(filters: Value) -> Result<String, Invalid> {
+        expression(Some(&filters), &context(), "properties")
+    }
+
+    /// The expression without the outer parentheses every non-trivial answer has.
+    fn ok(filters: Value) -> String {
+        match compile(filters) {
+            Ok(text) if text == "true" => text,
+            Ok(text) => match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+                Some(inner) => inner.to_string(),
+                None => panic!("not parenthesized: {text}"),
+            },
+            Err(error) => panic!("unexpected error: {error:?}"),
+        }
+    }
+
+    fn err(filters: Value) -> Invalid {
+        match compile(filters) {
+            Ok(text) => panic!("expected an error, got {text}"),
+            Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn nothing_is_true() {
+        assert_eq!(
+            expression(None, &context(), "properties"),
+            Ok("true".into())
+        );
+        assert_eq!(ok(json!(null)), "true");
+        assert_eq!(ok(json!([])), "true");
+        assert_eq!(ok(json!([{}])), "true");
+        assert_eq!(ok(json!({"type": "AND", "values": []})), "true");
+        assert_eq!(
+            ok(json!({"type": "OR", "values": [{"type": "AND", "values": []}]})),
+            "true"
+        );
+    }
+
+    #[test]
+    fn the_answer_is_parenthesized() {
+        assert_eq!(
+            compile(
+                json!({"type": "OR", "values": [{"key": "a", "value": "1"}, {"key": "b", "value": "2"}]})
+            ),
+            Ok("((properties['a'] = '1') OR (properties['b'] = '2'))".into())
+        );
+    }
+
+    #[test]
+    fn exact_is_the_default_operator() {
+        assert_eq!(
+            ok(json!([{"key": "$browser", "value": "Chrome"}])),
+            "properties['$browser'] = 'Chrome'"
+        );
+        assert_eq!(
+            ok(
+                json!([{"key": "$browser", "value": "Chrome", "type": "event", "operator": "exact"}])
+            ),
+            "properties['$browser'] = 'Chrome'"
+        );
+    }
+
+    #[test]
+    fn lists_are_and_groups_nest() {
+        assert_eq!(
+            ok(json!([
+                {"key": "a", "value": "1"},
+                {"key": "email", "value": "x@y", "type": "person", "operator": "icontains"}
+            ])),
+            "(properties['a'] = '1') AND (toString(person.properties['email']) ILIKE '%x@y%')"
+        );
+        assert_eq!(
+            ok(json!({"type": "OR", "values": [
+                {"type": "AND", "values": [{"key": "a", "value": "x"}, {"key": "b", "operator": "is_set"}]},
+                {"type": "AND", "values": [{"key": "c", "operator": "is_not_set"}]}
+            ]})),
+            "((properties['a'] = 'x') AND (properties['b'] IS NOT NULL)) OR (properties['c'] IS NULL)"
+        );
+    }
+
+    #[test]
+    fn every_operator() {
+        let cases = [
+            (
+                json!({"key": "k", "value": "v", "operator": "is_not"}),
+                "properties['k'] != 'v'",
+            ),
+            (
+                json!({"key": "k", "value": "v", "operator": "not_icontains"}),
+                "toString(properties['k']) NOT ILIKE '%v%'",
+            ),
+            (
+                json!({"key": "k", "value": "^a.c$", "operator": "regex"}),
+                "match(toString(properties['k']), '^a.c$')",
+            ),
+            (
+                json!({"key": "k", "value": "\\d+", "operator": "not_regex"}),
+                "NOT match(toString(properties['k']), '\\\\d+')",
+            ),
+            (
+                json!({"key": "k", "value": 10, "operator": "gt"}),
+                "toFloat(properties['k']) > 10",
+            ),
+            (
+                json!({"key": "k", "value": 1.5, "operator": "gte"}),
+                "toFloat(properties['k']) >= 1.5",
+            ),
+            (
+                json!({"key": "k", "value": "m", "operator": "lt"}),
+                "properties['k'] < 'm'",
+            ),
+            (
+                json!({"key": "k", "value": -2, "operator": "lte"}),
+                "toFloat(properties['k']) <= -2",
+            ),
+            (
+                json!({"key": "k", "value": 3, "operator": "min"}),
+                "toFloat(properties['k']) >= 3",
+            ),
+            (
+                json!({"key": "k", "value": 3, "operator": "max"}),
+                "toFloat(properties['k']) <= 3",
+            ),
+            (
+                json!({"key": "k", "operator": "is_set", "value": "is_set"}),
+                "properties['k'] IS NOT NULL",
+            ),
+            (
+                json!({"key": "k", "operator": "is_not_set"}),
+                "properties['k'] IS NULL",
+            ),
+            (
+                json!({"key": "k", "value": [1, "5"], "operator": "between"}),
+                "toFloat(properties['k']) >= 1.0 AND toFloat(properties['k']) <= 5.0",
+            ),
+            (
+                json!({"key": "k", "value": [1, 5], "operator": "not_between"}),
+                "toFloat(properties['k']) < 1.0 OR toFloat(properties['k']) > 5.0",
+            ),
+            (
+                json!({"key": "k", "value": ["a", "b"], "operator": "in"}),
+                "properties['k'] IN ('a', 'b')",
+            ),
+            (
+                json!({"key": "k", "value": ["a", "b"], "operator": "not_in"}),
+                "coalesce(properties['k'] NOT IN ('a', 'b'), true)",
+            ),
+            (
+                json!({"key": "k", "value": [1, 2], "operator": "in"}),
+                "toFloat(properties['k']) IN (1, 2)",
+            ),
+            (
+                json!({"key": "k", "value": "2026-01-01", "operator": "is_date_after"}),
+                "toDateTime(toString(properties['k'])) > toDateTime('2026-01-01T05:00:00.000000Z')",
+            ),
+            (
+                json!({"key": "k", "value": "2026-01-01T00:00:00Z", "operator": "is_date_before"}),
+                "toDateTime(toString(properties['k'])) < toDateTime('2026-01-01T00:00:00.000000Z')",
+            ),
+            (
+                json!({"key": "k", "value": "-1d", "operator": "is_date_exact"}),
+                "toDateTime(toString(properties['k'])) = toDateTime('2026-03-14T12:30:00.000000Z')",
+            ),
+        ];
+        for (filter, expected) in cases {
+            assert_eq!(ok(json!([filter])), expected, "{filter}");
+        }
+    }
+
+    #[test]
+    fn values_are_quoted_and_booleans_are_text() {
+        assert_eq!(
+            ok(json!([{"key": "it's", "value": "a'b\\c"}])),
+            "properties['it\\'s'] = 'a\\'b\\\\c'"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": true}])),
+            "properties['k'] = 'true'"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": false, "operator": "is_not"}])),
+            "properties['k'] != 'false'"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": 42}])),
+            "toFloat(properties['k']) = 42"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": null}])),
+            "properties['k'] IS NULL"
+        );
+    }
+
+    #[test]
+    fn list_values() {
+        // Empty: no-op; one: a scalar; several: IN, NOT IN, OR, AND.
+        assert_eq!(
+            ok(json!([{"key": "k", "value": [], "operator": "regex"}])),
+            "true"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": ["x"]}])),
+            "properties['k'] = 'x'"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": ["x", "y"]}])),
+            "properties['k'] IN ('x', 'y')"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": ["x", "y"], "operator": "is_not"}])),
+            "coalesce(properties['k'] NOT IN ('x', 'y'), true)"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": ["x", "y"], "operator": "icontains"}])),
+            "(toString(properties['k']) ILIKE '%x%') OR (toString(properties['k']) ILIKE '%y%')"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": ["x", "y"], "operator": "not_regex"}])),
+            "(NOT match(toString(properties['k']), 'x')) AND (NOT match(toString(properties['k']), 'y'))"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": [1, 2], "operator": "gt"}])),
+            "(toFloat(properties['k']) > 1) OR (toFloat(properties['k']) > 2)"
+        );
+        assert_eq!(
+            ok(json!([{"key": "k", "value": "x", "operator": "in"}])),
+            "properties['k'] = 'x'"
+        );
+    }
+
+    #[test]
+    fn event_metadata_hogql_and_elements_chain() {
+        assert_eq!(
+            ok(json!([{"key": "event", "value": "$pageview", "type": "event_metadata"}])),
+            "event = '$pageview'"
+        );
+        assert_eq!(
+            ok(json!([{"key": "$session_id", "operator": "is_set", "type": "event_metadata"}])),
+            "$session_id IS NOT NULL"
+        );
+        assert_eq!(
+            ok(
+                json!([{"key": "timestamp", "value": "2026-01-01", "operator": "gt", "type": "event_metadata"}])
+            ),
+            "timestamp > toDateTime('2026-01-01T05:00:00.000000Z')"
+        );
+        assert_eq!(
+            ok(json!([{"key": "properties.a = 1", "type": "hogql"}])),
+            "(properties.a = 1)"
+        );
+        assert_eq!(
+            ok(json!([{"key": "$elements_chain", "value": "a", "operator": "icontains"}])),
+            "toString(elements_chain) ILIKE '%a%'"
+        );
+    }
+
+    #[test]
+    fn malformed_filters_name_the_field() {
+        let e = err(
+            json!([{"key": "a", "value": "1"}, {"key": "b"}, {"key": "c", "value": 1, "operator": "nope"}]),
+        );
+        assert_eq!(e.attr, "properties[2].operator");
+        assert!(e.detail.contains("nope"), "{}", e.detail);
+
+        assert_eq!(err(json!([{"value": "x"}])).attr, "properties[0].key");
+        assert_eq!(
+            err(json!([{"key": "k", "value": [1], "operator": "between"}])).attr,
+            "properties[0].value"
+        );
+        assert_eq!(
+            err(json!([{"key": "k", "value": [5, 1], "operator": "between"}])).attr,
+            "properties[0].value"
+        );
+        assert_eq!(
+            err(json!([{"key": "k", "value": ["a", 1], "operator": "not_between"}])).attr,
+            "properties[0].value"
+        );
+        assert_eq!(
+            err(json!([{"key": "k", "operator": "gt"}])).attr,
+            "properties[0].value"
+        );
+        assert_eq!(
+            err(json!([{"key": "k", "value": "not a date", "operator": "is_date_after"}])).attr,
+            "properties[0].value"
+        );
+        assert_eq!(
+            err(json!([{"key": "k", "value": {"a": 1}}])).attr,
+            "properties[0].value"
+        );
+        assert_eq!(
+            err(json!({"type": "OR", "values": [{"key": "a"}, {"type": "AND", "values": [{"key": 3}]}]})).attr,
+            "properties.values[1].values[0].key"
+        );
+        assert_eq!(
+            err(json!({"type": "XOR", "values": []})).attr,
+            "properties.type"
+        );
+        assert_eq!(err(json!("a")).attr, "properties");
+        assert_eq!(err(json!([1])).attr, "properties[0]");
+        let bad_column =
+            err(json!([{"key": "properties", "type": "event_metadata", "value": "x"}]));
+        assert_eq!(bad_column.attr, "properties[0].key");
+        let bad_date = err(
+            json!([{"key": "timestamp", "type": "event_metadata", "value": ["2026-01-01", "soon"], "operator": "in"}]),
+        );
+        assert_eq!(bad_date.attr, "properties[0].value[1]");
+        let bad_hogql = err(json!([{"key": "1; drop", "type": "hogql"}]));
+        assert_eq!(bad_hogql.attr, "properties[0].key");
+    }
+
+    #[test]
+    fn unsupported_types_are_a_clear_400() {
+        for kind in ["element", "cohort", "session", "group"] {
+            let e = err(json!([{"key": "k", "value": "v", "type": kind}]));
+            assert_eq!(e.attr, "properties[0].type");
+            assert!(
+                e.detail.contains(kind) && e.detail.contains("not supported"),
+                "{}",
+                e.detail
+            );
+        }
+        assert_eq!(
+            err(json!([{"key": "k", "type": "weird"}])).attr,
+            "properties[0].type"
+        );
+    }
+
+    #[test]
+    fn dates_absolute_and_relative() {
+        let ctx = context();
+        let at = |y, mo, d, h, mi, s| Utc.with_ymd_and_hms(y, mo, d, h, mi, s).single();
+        // Naive in New York (EST in January, EDT in March after the 8th).
+        assert_eq!(parse_date("2026-01-01", &ctx), at(2026, 1, 1, 5, 0, 0));
+        assert_eq!(
+            parse_date("2026-01-01 10:00:00", &ctx),
+            at(2026, 1, 1, 15, 0, 0)
+        );
+        assert_eq!(
+            parse_date("2026-01-01T10:00:00Z", &ctx),
+            at(2026, 1, 1, 10, 0, 0)
+        );
+        assert_eq!(
+            parse_date("2026-01-01T10:00:00+02:00", &ctx),
+            at(2026, 1, 1, 8, 0, 0)
+        );
+        // now = 2026-03-15 12:30 UTC = 08:30 EDT.
+        assert_eq!(parse_date("-24h", &ctx), at(2026, 3, 14, 12, 30, 0));
+        assert_eq!(parse_date("-7d", &ctx), at(2026, 3, 8, 12, 30, 0));
+        assert_eq!(parse_date("-1w", &ctx), at(2026, 3, 8, 12, 30, 0));
+        assert_eq!(parse_date("-30M", &ctx), at(2026, 3, 15, 12, 0, 0));
+        assert_eq!(parse_date("-1m", &ctx), at(2026, 2, 15, 13, 30, 0));
+        assert_eq!(parse_date("dStart", &ctx), at(2026, 3, 15, 4, 0, 0));
+        assert_eq!(parse_date("-1dStart", &ctx), at(2026, 3, 14, 4, 0, 0));
+        assert_eq!(parse_date("mStart", &ctx), at(2026, 3, 1, 5, 0, 0));
+        assert_eq!(parse_date("yStart", &ctx), at(2026, 1, 1, 5, 0, 0));
+        assert_eq!(parse_date("all", &ctx), None);
+        assert_eq!(parse_date("-7x", &ctx), None);
+        assert_eq!(parse_date("", &ctx), None);
     }
 }

@@ -1,8 +1,953 @@
-use serde_json::Value;
+//! FunnelsQuery: per actor, the furthest step reached within the conversion window (the
+//! engine's `aggregateFunnel`, which follows PostHog's `aggregate_funnel` UDF), then per step the
+//! actors who reached at least that step and the average/median seconds from the step before.
+//!
+//! Choices, as PostHog makes them:
+//! - The window counts from the attempt's first step and is inclusive: a step exactly
+//!   `funnelWindowInterval` units after it counts, one second later does not. A month is 30 days.
+//! - Conversion times of 0 seconds are left out of the average and the median (PostHog keeps
+//!   `timings[i] > 0` only).
+//! - An exclusion drops the attempt it interrupts (an excluded event after the attempt reached
+//!   `funnelFromStep` and before it reached `funnelToStep`, within its window); an actor whose
+//!   furthest attempt was excluded is left out of every step.
+//! - A breakdown takes the actor's first (`first_touch`) or last (`last_touch`) non-null value of
+//!   the property over their funnel events (`''` when none); the `breakdown_limit` (25) values
+//!   with the most conversions are kept, the rest summed as "Other".
 
-use crate::{Compiled, Context, Invalid};
+use serde_json::{Map, Value, json};
 
-pub fn compile(node: &Value, _ctx: &Context) -> Result<Compiled, Invalid> {
-    let _ = node;
-    Err(Invalid::new("kind", "not implemented yet"))
+use crate::date_range::{self, Interval};
+use crate::{Compiled, Context, Invalid, Table, filters, sql_text};
+
+/// The engine's bit masks hold 63 steps; PostHog's UI stops well before this.
+const MAX_STEPS: usize = 30;
+const DEFAULT_BREAKDOWN_LIMIT: u64 = 25;
+/// The bucket the values past the breakdown limit are summed into.
+const OTHER: &str = "Other";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Ordered,
+    Strict,
+    Unordered,
+}
+
+impl Order {
+    fn name(self) -> &'static str {
+        match self {
+            Order::Ordered => "ordered",
+            Order::Strict => "strict",
+            Order::Unordered => "unordered",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Step {
+    event: Option<String>,
+    custom_name: Option<String>,
+    /// The dialect condition an event meets to be this step.
+    condition: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Exclusion {
+    condition: String,
+    from_step: usize,
+    to_step: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Breakdown {
+    /// The dialect expression of the property.
+    property: String,
+    /// `breakdown` was given as a list: values are then one-element lists, as PostHog returns.
+    as_list: bool,
+    last_touch: bool,
+    limit: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Funnel {
+    steps: Vec<Step>,
+    exclusions: Vec<Exclusion>,
+    order: Order,
+    window_seconds: i64,
+    actor: String,
+    /// Conditions every event must meet (date range, node properties).
+    scope: String,
+    breakdown: Option<Breakdown>,
+}
+
+pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
+    let funnel = parse(node, ctx)?;
+    let query = steps_query(&funnel);
+    let steps = funnel.steps.clone();
+    let order = funnel.order;
+    let breakdown = funnel.breakdown.clone();
+    Ok(Compiled::new(vec![query], move |tables| {
+        let table = tables
+            .into_iter()
+            .next()
+            .ok_or_else(|| Invalid::new("series", "The funnel query gave no result."))?;
+        Ok(json!({
+            "results": assemble(&table, &steps, order, breakdown.as_ref()),
+            "isUdf": true,
+        }))
+    }))
+}
+
+fn object<'a>(
+    value: Option<&'a Value>,
+    attr: &str,
+) -> Result<Option<&'a Map<String, Value>>, Invalid> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(map)),
+        Some(_) => Err(Invalid::new(attr, format!("{attr} must be an object."))),
+    }
+}
+
+fn text<'a>(
+    map: Option<&'a Map<String, Value>>,
+    key: &str,
+    attr: &str,
+) -> Result<Option<&'a str>, Invalid> {
+    match map.and_then(|map| map.get(key)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(Invalid::new(attr, format!("{attr} must be a string."))),
+    }
+}
+
+fn integer(
+    map: Option<&Map<String, Value>>,
+    key: &str,
+    attr: &str,
+) -> Result<Option<i64>, Invalid> {
+    match map.and_then(|map| map.get(key)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_i64()
+            .or_else(|| {
+                value
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0)
+                    .map(|f| f as i64)
+            })
+            .map(Some)
+            .ok_or_else(|| Invalid::new(attr, format!("{attr} must be an integer."))),
+    }
+}
+
+/// The condition of an `EventsNode` (a step or an exclusion): its event and its properties.
+fn entity_condition(
+    entity: &Value,
+    ctx: &Context,
+    attr: &str,
+) -> Result<(Option<String>, String), Invalid> {
+    let map = object(Some(entity), attr)?;
+    match text(map, "kind", &format!("{attr}.kind"))? {
+        None | Some("EventsNode") | Some("FunnelExclusionEventsNode") => {}
+        Some("ActionsNode") | Some("FunnelExclusionActionsNode") => {
+            return Err(Invalid::new(
+                format!("{attr}.kind"),
+                "Actions are not supported in funnels yet: use an EventsNode.",
+            ));
+        }
+        Some(other) => {
+            return Err(Invalid::new(
+                format!("{attr}.kind"),
+                format!("{other} is not supported as a funnel step."),
+            ));
+        }
+    }
+    let event = text(map, "event", &format!("{attr}.event"))?.map(str::to_owned);
+    let mut parts = Vec::new();
+    if let Some(event) = &event {
+        parts.push(format!("event = {}", sql_text::string(event)));
+    }
+    for key in ["properties", "fixedProperties"] {
+        let condition = filters::expression(
+            map.and_then(|map| map.get(key)),
+            ctx,
+            &format!("{attr}.{key}"),
+        )?;
+        if condition != "true" {
+            parts.push(condition);
+        }
+    }
+    let condition = if parts.is_empty() {
+        "true".to_owned()
+    } else {
+        format!("({})", parts.join(" AND "))
+    };
+    Ok((event, condition))
+}
+
+fn window_unit_seconds(unit: &str) -> Option<i64> {
+    Some(match unit {
+        "second" => 1,
+        "minute" => 60,
+        "hour" => 3_600,
+        "day" => 86_400,
+        "week" => 7 * 86_400,
+        // PostHog's DATERANGE_MAP makes a month 30 days.
+        "month" => 30 * 86_400,
+        _ => return None,
+    })
+}
+
+fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
+    let series = match node.get("series") {
+        Some(Value::Array(series)) => series,
+        _ => {
+            return Err(Invalid::new(
+                "series",
+                "series must be a list of funnel steps.",
+            ));
+        }
+    };
+    if series.len() < 2 {
+        return Err(Invalid::new("series", "Funnels need at least two steps."));
+    }
+    if series.len() > MAX_STEPS {
+        return Err(Invalid::new(
+            "series",
+            format!("Funnels can have at most {MAX_STEPS} steps."),
+        ));
+    }
+    let funnels_filter = object(node.get("funnelsFilter"), "funnelsFilter")?;
+    let order = match text(
+        funnels_filter,
+        "funnelOrderType",
+        "funnelsFilter.funnelOrderType",
+    )? {
+        None | Some("ordered") => Order::Ordered,
+        Some("strict") => Order::Strict,
+        Some("unordered") => Order::Unordered,
+        Some(other) => {
+            return Err(Invalid::new(
+                "funnelsFilter.funnelOrderType",
+                format!("Unknown funnel order type '{other}': use ordered, strict or unordered."),
+            ));
+        }
+    };
+    match text(
+        funnels_filter,
+        "funnelVizType",
+        "funnelsFilter.funnelVizType",
+    )? {
+        None | Some("steps") => {}
+        Some(other) => {
+            return Err(Invalid::new(
+                "funnelsFilter.funnelVizType",
+                format!("The funnel visualization '{other}' is not supported yet: use steps."),
+            ));
+        }
+    }
+    let window = integer(
+        funnels_filter,
+        "funnelWindowInterval",
+        "funnelsFilter.funnelWindowInterval",
+    )?
+    .unwrap_or(14);
+    if window <= 0 {
+        return Err(Invalid::new(
+            "funnelsFilter.funnelWindowInterval",
+            "The conversion window must be positive.",
+        ));
+    }
+    let unit = text(
+        funnels_filter,
+        "funnelWindowIntervalUnit",
+        "funnelsFilter.funnelWindowIntervalUnit",
+    )?
+    .unwrap_or("day");
+    let unit_seconds = window_unit_seconds(unit).ok_or_else(|| {
+        Invalid::new(
+            "funnelsFilter.funnelWindowIntervalUnit",
+            format!("Unknown window unit '{unit}': use second, minute, hour, day, week or month."),
+        )
+    })?;
+    let window_seconds = window.checked_mul(unit_seconds).ok_or_else(|| {
+        Invalid::new(
+            "funnelsFilter.funnelWindowInterval",
+            "The conversion window is too long.",
+        )
+    })?;
+
+    let mut steps = Vec::with_capacity(series.len());
+    for (index, entity) in series.iter().enumerate() {
+        let attr = format!("series[{index}]");
+        let (event, condition) = entity_condition(entity, ctx, &attr)?;
+        let custom_name = text(
+            object(Some(entity), &attr)?,
+            "custom_name",
+            &format!("{attr}.custom_name"),
+        )?
+        .map(str::to_owned);
+        steps.push(Step {
+            event,
+            custom_name,
+            condition,
+        });
+    }
+
+    let exclusions = parse_exclusions(funnels_filter, steps.len(), order, ctx)?;
+
+    if node
+        .get("aggregation_group_type_index")
+        .is_some_and(|value| !value.is_null())
+    {
+        return Err(Invalid::new(
+            "aggregation_group_type_index",
+            "Funnels by group are not supported yet.",
+        ));
+    }
+    let actor = match text(
+        funnels_filter,
+        "funnelAggregateByHogQL",
+        "funnelsFilter.funnelAggregateByHogQL",
+    )? {
+        None => "person_id".to_owned(),
+        Some(expression) if expression.trim().is_empty() || expression.trim() == "person_id" => {
+            "person_id".to_owned()
+        }
+        Some(expression) => {
+            (ctx.check_expression)(expression)
+                .map_err(|detail| Invalid::new("funnelsFilter.funnelAggregateByHogQL", detail))?;
+            format!("({expression})")
+        }
+    };
+
+    let interval = Interval::from_field(node.get("interval"), Interval::Day, "interval")?;
+    let range = date_range::resolve(node.get("dateRange"), interval, ctx, "dateRange")?;
+    let mut scope = vec![range.sql_condition("timestamp")];
+    let properties = filters::expression(node.get("properties"), ctx, "properties")?;
+    if properties != "true" {
+        scope.push(properties);
+    }
+
+    let breakdown = parse_breakdown(node, funnels_filter)?;
+    Ok(Funnel {
+        steps,
+        exclusions,
+        order,
+        window_seconds,
+        actor,
+        scope: scope.join(" AND "),
+        breakdown,
+    })
+}
+
+fn parse_exclusions(
+    funnels_filter: Option<&Map<String, Value>>,
+    steps: usize,
+    order: Order,
+    ctx: &Context,
+) -> Result<Vec<Exclusion>, Invalid> {
+    let list = match funnels_filter.and_then(|map| map.get("exclusions")) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => {
+            return Err(Invalid::new(
+                "funnelsFilter.exclusions",
+                "exclusions must be a list.",
+            ));
+        }
+    };
+    let mut exclusions = Vec::with_capacity(list.len());
+    for (index, entity) in list.iter().enumerate() {
+        let attr = format!("funnelsFilter.exclusions[{index}]");
+        let (_, condition) = entity_condition(entity, ctx, &attr)?;
+        let map = object(Some(entity), &attr)?;
+        let from_attr = format!("{attr}.funnelFromStep");
+        let to_attr = format!("{attr}.funnelToStep");
+        let from_step = integer(map, "funnelFromStep", &from_attr)?.unwrap_or(0);
+        let to_step = integer(map, "funnelToStep", &to_attr)?.unwrap_or(steps as i64 - 1);
+        if from_step < 0 || from_step >= steps as i64 - 1 {
+            return Err(Invalid::new(
+                from_attr,
+                "Exclusion event range is invalid. Start of range is greater than number of steps.",
+            ));
+        }
+        if to_step <= from_step {
+            return Err(Invalid::new(
+                to_attr,
+                "Exclusion event range is invalid. End of range should be greater than start.",
+            ));
+        }
+        if to_step > steps as i64 - 1 {
+            return Err(Invalid::new(
+                to_attr,
+                "Exclusion event range is invalid. End of range is greater than number of steps.",
+            ));
+        }
+        if order == Order::Unordered && (from_step != 0 || to_step != steps as i64 - 1) {
+            return Err(Invalid::new(
+                from_attr,
+                "Partial Exclusions not allowed in unordered funnels",
+            ));
+        }
+        exclusions.push(Exclusion {
+            condition,
+            from_step: from_step as usize,
+            to_step: to_step as usize,
+        });
+    }
+    Ok(exclusions)
+}
+
+fn parse_breakdown(
+    node: &Value,
+    funnels_filter: Option<&Map<String, Value>>,
+) -> Result<Option<Breakdown>, Invalid> {
+    let filter = object(node.get("breakdownFilter"), "breakdownFilter")?;
+    if filter
+        .and_then(|map| map.get("breakdowns"))
+        .is_some_and(|value| value.as_array().is_some_and(|list| !list.is_empty()))
+    {
+        return Err(Invalid::new(
+            "breakdownFilter.breakdowns",
+            "Multiple breakdowns are not supported in funnels yet: use breakdown.",
+        ));
+    }
+    let (key, as_list) = match filter.and_then(|map| map.get("breakdown")) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(key)) => (key.clone(), false),
+        Some(Value::Array(keys)) => match keys.as_slice() {
+            [] => return Ok(None),
+            [Value::String(key)] => (key.clone(), true),
+            _ => {
+                return Err(Invalid::new(
+                    "breakdownFilter.breakdown",
+                    "Funnels break down by one property.",
+                ));
+            }
+        },
+        Some(_) => {
+            return Err(Invalid::new(
+                "breakdownFilter.breakdown",
+                "breakdown must be a property name.",
+            ));
+        }
+    };
+    let person = match text(filter, "breakdown_type", "breakdownFilter.breakdown_type")? {
+        None | Some("event") => false,
+        Some("person") => true,
+        Some(other) => {
+            return Err(Invalid::new(
+                "breakdownFilter.breakdown_type",
+                format!(
+                    "Breakdowns of type '{other}' are not supported in funnels yet: use event or person."
+                ),
+            ));
+        }
+    };
+    let limit = match integer(filter, "breakdown_limit", "breakdownFilter.breakdown_limit")? {
+        None => DEFAULT_BREAKDOWN_LIMIT,
+        Some(limit) if limit > 0 => limit as u64,
+        Some(_) => {
+            return Err(Invalid::new(
+                "breakdownFilter.breakdown_limit",
+                "breakdown_limit must be positive.",
+            ));
+        }
+    };
+    let last_touch = match text(
+        funnels_filter,
+        "breakdownAttributionType",
+        "funnelsFilter.breakdownAttributionType",
+    )? {
+        None | Some("first_touch") => false,
+        Some("last_touch") => true,
+        Some(other) => {
+            return Err(Invalid::new(
+                "funnelsFilter.breakdownAttributionType",
+                format!(
+                    "Breakdown attribution '{other}' is not supported yet: use first_touch or last_touch."
+                ),
+            ));
+        }
+    };
+    Ok(Some(Breakdown {
+        property: sql_text::property(&key, person),
+        as_list,
+        last_touch,
+        limit,
+    }))
+}
+
+/// `if(a, 1, 0) + if(b, 2, 0) + ...`: bit `i` set when `conditions[i]` holds.
+fn bit_mask(conditions: &[Option<String>]) -> String {
+    let terms: Vec<String> = conditions
+        .iter()
+        .enumerate()
+        .filter_map(|(bit, condition)| {
+            condition
+                .as_ref()
+                .map(|condition| format!("if({condition}, {}, 0)", 1u64 << bit))
+        })
+        .collect();
+    if terms.is_empty() {
+        "0".to_owned()
+    } else {
+        terms.join(" + ")
+    }
+}
+
+/// The exclusion mask: bit `s` when the event excludes an attempt standing at step `s`.
+fn exclusion_mask(funnel: &Funnel) -> String {
+    let per_step: Vec<Option<String>> = (0..funnel.steps.len())
+        .map(|step| {
+            let conditions: Vec<&str> = funnel
+                .exclusions
+                .iter()
+                .filter(|exclusion| exclusion.from_step <= step && step < exclusion.to_step)
+                .map(|exclusion| exclusion.condition.as_str())
+                .collect();
+            (!conditions.is_empty()).then(|| conditions.join(" OR "))
+        })
+        .collect();
+    bit_mask(&per_step)
+}
+
+/// The per-actor query: `reached`, `time_1`..`time_{n-1}` and, with a breakdown, `breakdown`.
+fn actors_query(funnel: &Funnel) -> String {
+    let count = funnel.steps.len();
+    let step_mask = bit_mask(
+        &funnel
+            .steps
+            .iter()
+            .map(|step| Some(step.condition.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let aggregate = format!(
+        "aggregateFunnel({count}, {}, {}, timestamp, {step_mask}, {})",
+        funnel.window_seconds,
+        sql_text::string(funnel.order.name()),
+        exclusion_mask(funnel)
+    );
+    let mut conditions = vec![funnel.scope.clone()];
+    // Strict funnels need every event of the actor: any other event breaks a sequence.
+    if funnel.order != Order::Strict {
+        let relevant: Vec<&str> = funnel
+            .steps
+            .iter()
+            .map(|step| step.condition.as_str())
+            .chain(funnel.exclusions.iter().map(|e| e.condition.as_str()))
+            .collect();
+        if !relevant.contains(&"true") {
+            conditions.push(format!("({})", relevant.join(" OR ")));
+        }
+    }
+    let breakdown = match &funnel.breakdown {
+        Some(breakdown) => {
+            let pick = if breakdown.last_touch {
+                "argMaxIf"
+            } else {
+                "argMinIf"
+            };
+            format!(
+                ", ifNull({pick}({property}, timestamp, isNotNull({property})), '') AS breakdown",
+                property = breakdown.property
+            )
+        }
+        None => String::new(),
+    };
+    let times: String = (1..count)
+        .map(|step| format!(", arrayElement(funnel, {}) AS time_{step}", step + 1))
+        .collect();
+    let carried_breakdown = if funnel.breakdown.is_some() {
+        ", breakdown"
+    } else {
+        ""
+    };
+    format!(
+        "SELECT arrayElement(funnel, 1) AS reached{times}{carried_breakdown} FROM (\
+         SELECT {actor} AS actor, {aggregate} AS funnel{breakdown} FROM events WHERE {where_clause} GROUP BY actor\
+         ) WHERE funnel IS NOT NULL",
+        actor = funnel.actor,
+        where_clause = conditions.join(" AND "),
+    )
+}
+
+/// Per step: actors who reached it, and the average/median seconds from the step before
+/// (zeros left out, as PostHog's `timings[i] > 0`).
+fn step_columns(count: usize) -> String {
+    let mut columns: Vec<String> = (0..count)
+        .map(|step| format!("countIf(reached >= {step}) AS count_{step}"))
+        .collect();
+    columns.extend(
+        (1..count).map(|step| format!("avgIf(time_{step}, time_{step} > 0) AS average_{step}")),
+    );
+    columns.extend(
+        (1..count).map(|step| format!("medianIf(time_{step}, time_{step} > 0) AS median_{step}")),
+    );
+    columns.join(", ")
+}
+
+fn steps_query(funnel: &Funnel) -> String {
+    let count = funnel.steps.len();
+    let actors = actors_query(funnel);
+    let columns = step_columns(count);
+    let Some(breakdown) = &funnel.breakdown else {
+        return format!("SELECT {columns} FROM ({actors}) LIMIT 1");
+    };
+    // Rank the values by conversions (furthest step first, as PostHog orders them), then keep the
+    // top `limit` and sum the rest into one bucket numbered `limit + 1`.
+    let times: String = (1..count).map(|step| format!(", time_{step}")).collect();
+    let reached_per_value: String = (0..count)
+        .map(|step| {
+            format!(
+                ", sum(if(reached >= {step}, 1, 0)) OVER (PARTITION BY breakdown) AS reached_{step}"
+            )
+        })
+        .collect();
+    let ranking: String = (0..count)
+        .rev()
+        .map(|step| format!("reached_{step} DESC, "))
+        .collect();
+    let limit = breakdown.limit;
+    format!(
+        "SELECT bucket, min(breakdown) AS breakdown, {columns} FROM (\
+         SELECT reached{times}, breakdown, if(position <= {limit}, position, {other}) AS bucket FROM (\
+         SELECT reached{times}, breakdown, dense_rank() OVER (ORDER BY {ranking}breakdown ASC) AS position FROM (\
+         SELECT reached{times}, breakdown{reached_per_value} FROM ({actors})))) \
+         GROUP BY bucket ORDER BY bucket LIMIT {rows}",
+        other = limit + 1,
+        rows = limit + 1,
+    )
+}
+
+fn number(value: Option<&Value>) -> Option<f64> {
+    match value? {
+        Value::Number(number) => number.as_f64(),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
+fn count(value: Option<&Value>) -> u64 {
+    number(value).map_or(0, |value| value.max(0.0) as u64)
+}
+
+fn seconds(value: Option<&Value>) -> Value {
+    number(value)
+        .filter(|value| value.is_finite())
+        .map_or(Value::Null, |value| json!(value))
+}
+
+/// One step array from a row laid out as [count_0.., average_1.., median_1..] from `offset`.
+fn step_array(
+    row: &[Value],
+    offset: usize,
+    steps: &[Step],
+    order: Order,
+    breakdown: Option<(&Value, &Value)>,
+) -> Vec<Value> {
+    let total = steps.len();
+    steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| {
+            let (action_id, name, custom_name) = if order == Order::Unordered {
+                let plural = if index == 0 { "" } else { "s" };
+                (
+                    Value::Null,
+                    json!(format!("Completed {} step{plural}", index + 1)),
+                    Value::Null,
+                )
+            } else {
+                (
+                    json!(step.event),
+                    json!(step.event),
+                    json!(step.custom_name),
+                )
+            };
+            let (average, median) = if index == 0 {
+                (Value::Null, Value::Null)
+            } else {
+                (
+                    seconds(row.get(offset + total + index - 1)),
+                    seconds(row.get(offset + 2 * total - 2 + index)),
+                )
+            };
+            let mut result = json!({
+                "action_id": action_id,
+                "name": name,
+                "custom_name": custom_name,
+                "order": index,
+                "people": [],
+                "count": count(row.get(offset + index)),
+                "type": "events",
+                "average_conversion_time": average,
+                "median_conversion_time": median,
+            });
+            if let (Some((shown, value)), Some(object)) = (breakdown, result.as_object_mut()) {
+                object.insert("breakdown".into(), shown.clone());
+                object.insert("breakdown_value".into(), value.clone());
+            }
+            result
+        })
+        .collect()
+}
+
+fn assemble(table: &Table, steps: &[Step], order: Order, breakdown: Option<&Breakdown>) -> Value {
+    let Some(breakdown) = breakdown else {
+        return match table.rows.first() {
+            // No actor entered the funnel: PostHog answers an empty list.
+            Some(row) if count(row.first()) > 0 => {
+                Value::Array(step_array(row, 0, steps, order, None))
+            }
+            _ => json!([]),
+        };
+    };
+    let other_bucket = breakdown.limit + 1;
+    let results: Vec<Value> = table
+        .rows
+        .iter()
+        .filter(|row| count(row.get(2)) > 0)
+        .map(|row| {
+            let label = if count(row.first()) == other_bucket {
+                OTHER.to_owned()
+            } else {
+                row.get(1)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let value = if breakdown.as_list {
+                json!([label])
+            } else {
+                json!(label)
+            };
+            Value::Array(step_array(row, 2, steps, order, Some((&value, &value))))
+        })
+        .collect();
+    Value::Array(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn ctx() -> Context {
+        Context {
+            timezone: chrono_tz::UTC,
+            now: chrono::Utc
+                .with_ymd_and_hms(2024, 1, 10, 12, 0, 0)
+                .single()
+                .unwrap_or_default(),
+            week_start_day: 0,
+            check_expression: |text| {
+                if text.contains(';') || text.to_lowercase().contains("select") {
+                    Err("not one expression".into())
+                } else {
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    fn node(extra: Value) -> Value {
+        let mut node = json!({
+            "kind": "FunnelsQuery",
+            "series": [
+                {"kind": "EventsNode", "event": "signup"},
+                {"kind": "EventsNode", "event": "pay", "custom_name": "Paid"},
+            ],
+            "dateRange": {"date_from": "2024-01-01", "date_to": "2024-01-09"},
+        });
+        if let (Some(target), Value::Object(extra)) = (node.as_object_mut(), extra) {
+            target.extend(extra);
+        }
+        node
+    }
+
+    fn error(node: &Value) -> Invalid {
+        match compile(node, &ctx()) {
+            Ok(_) => panic!("expected an error for {node}"),
+            Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn invalid_nodes_name_the_field() {
+        let one_step =
+            json!({"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "a"}]});
+        assert_eq!(error(&one_step).attr, "series");
+        assert_eq!(
+            error(&node(
+                json!({"funnelsFilter": {"funnelWindowIntervalUnit": "fortnight"}})
+            ))
+            .attr,
+            "funnelsFilter.funnelWindowIntervalUnit"
+        );
+        assert_eq!(
+            error(&node(
+                json!({"funnelsFilter": {"funnelOrderType": "random"}})
+            ))
+            .attr,
+            "funnelsFilter.funnelOrderType"
+        );
+        assert_eq!(
+            error(&node(json!({"funnelsFilter": {"funnelWindowInterval": 0}}))).attr,
+            "funnelsFilter.funnelWindowInterval"
+        );
+        assert_eq!(
+            error(&node(json!({"funnelsFilter": {"exclusions": [
+                {"kind": "EventsNode", "event": "x", "funnelFromStep": 1, "funnelToStep": 1}
+            ]}})))
+            .attr,
+            "funnelsFilter.exclusions[0].funnelFromStep"
+        );
+        assert_eq!(
+            error(&node(json!({"funnelsFilter": {"exclusions": [
+                {"kind": "EventsNode", "event": "x", "funnelFromStep": 0, "funnelToStep": 0}
+            ]}})))
+            .attr,
+            "funnelsFilter.exclusions[0].funnelToStep"
+        );
+        assert_eq!(
+            error(&node(json!({"dateRange": {"date_from": "yesterday-ish"}}))).attr,
+            "dateRange.date_from"
+        );
+        assert_eq!(
+            error(&node(
+                json!({"breakdownFilter": {"breakdown": "$browser", "breakdown_type": "cohort"}})
+            ))
+            .attr,
+            "breakdownFilter.breakdown_type"
+        );
+        assert_eq!(
+            error(&node(
+                json!({"funnelsFilter": {"funnelAggregateByHogQL": "1); select 1"}})
+            ))
+            .attr,
+            "funnelsFilter.funnelAggregateByHogQL"
+        );
+        assert_eq!(
+            error(&node(json!({"series": [
+                {"kind": "EventsNode", "event": "a"},
+                {"kind": "ActionsNode", "id": 3}
+            ]})))
+            .attr,
+            "series[1].kind"
+        );
+    }
+
+    #[test]
+    fn window_and_masks_in_the_query() {
+        let compiled = compile(
+            &node(json!({
+                "funnelsFilter": {
+                    "funnelWindowInterval": 2,
+                    "funnelWindowIntervalUnit": "hour",
+                    "exclusions": [{"kind": "EventsNode", "event": "quit", "funnelFromStep": 0, "funnelToStep": 1}]
+                }
+            })),
+            &ctx(),
+        )
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        let query = &compiled.queries[0];
+        assert!(query.contains("aggregateFunnel(2, 7200, 'ordered', timestamp, if((event = 'signup'), 1, 0) + if((event = 'pay'), 2, 0), if((event = 'quit'), 1, 0))"), "{query}");
+        assert!(
+            query.contains("(event = 'quit')) GROUP BY actor"),
+            "{query}"
+        );
+        assert!(query.ends_with("LIMIT 1"), "{query}");
+    }
+
+    #[test]
+    fn strict_funnels_read_every_event() {
+        let compiled = compile(
+            &node(json!({"funnelsFilter": {"funnelOrderType": "strict"}})),
+            &ctx(),
+        )
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        assert!(
+            !compiled.queries[0].contains("OR (event"),
+            "{}",
+            compiled.queries[0]
+        );
+    }
+
+    #[test]
+    fn steps_are_assembled_with_cumulative_counts() {
+        let compiled =
+            compile(&node(json!({})), &ctx()).unwrap_or_else(|error| panic!("{error:?}"));
+        let table = Table {
+            rows: vec![vec![json!(10), json!(4), json!(12.5), json!(10.0)]],
+            ..Default::default()
+        };
+        let response = compiled
+            .assemble(vec![table])
+            .unwrap_or_else(|error| panic!("{error:?}"));
+        assert_eq!(
+            response["results"],
+            json!([
+                {"action_id": "signup", "name": "signup", "custom_name": null, "order": 0, "people": [], "count": 10,
+                 "type": "events", "average_conversion_time": null, "median_conversion_time": null},
+                {"action_id": "pay", "name": "pay", "custom_name": "Paid", "order": 1, "people": [], "count": 4,
+                 "type": "events", "average_conversion_time": 12.5, "median_conversion_time": 10.0},
+            ])
+        );
+        let empty = compile(&node(json!({})), &ctx()).unwrap_or_else(|error| panic!("{error:?}"));
+        let zero = Table {
+            rows: vec![vec![json!(0), json!(0), Value::Null, Value::Null]],
+            ..Default::default()
+        };
+        assert_eq!(
+            empty
+                .assemble(vec![zero])
+                .unwrap_or_else(|error| panic!("{error:?}"))["results"],
+            json!([])
+        );
+    }
+
+    #[test]
+    fn breakdown_buckets_past_the_limit_are_other() {
+        let compiled = compile(
+            &node(json!({
+                "funnelsFilter": {"funnelOrderType": "unordered"},
+                "breakdownFilter": {"breakdown": ["$browser"], "breakdown_limit": 1}
+            })),
+            &ctx(),
+        )
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        assert!(compiled.queries[0].contains("argMinIf(properties['$browser'], timestamp"));
+        let table = Table {
+            rows: vec![
+                vec![
+                    json!(1),
+                    json!("Chrome"),
+                    json!(3),
+                    json!(2),
+                    json!(5.0),
+                    json!(5.0),
+                ],
+                vec![
+                    json!(2),
+                    json!(""),
+                    json!(2),
+                    json!(0),
+                    Value::Null,
+                    Value::Null,
+                ],
+            ],
+            ..Default::default()
+        };
+        let response = compiled
+            .assemble(vec![table])
+            .unwrap_or_else(|error| panic!("{error:?}"));
+        let results = &response["results"];
+        assert_eq!(results[0][0]["breakdown_value"], json!(["Chrome"]));
+        assert_eq!(results[0][1]["name"], json!("Completed 2 steps"));
+        assert_eq!(results[0][1]["count"], json!(2));
+        assert_eq!(results[1][0]["breakdown"], json!(["Other"]));
+        assert_eq!(results[1][1]["average_conversion_time"], Value::Null);
+    }
 }

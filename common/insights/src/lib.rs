@@ -7,6 +7,8 @@ pub mod date_range;
 pub mod events_query;
 pub mod filters;
 pub mod funnels;
+pub mod hogql_filters;
+pub mod math;
 pub mod retention;
 pub mod sql_text;
 pub mod trends;

@@ -1,8 +1,819 @@
-use serde_json::Value;
+//! RetentionQuery: of the actors who did the target event in an interval (a cohort), how many
+//! did the returning event 0, 1, 2, ... intervals later.
+//!
+//! Followed from PostHog's `posthog/hogql_queries/insights/retention_query_runner.py` and
+//! `QueryDateRangeWithIntervals` (`posthog/hogql_queries/utils/query_date_range.py`):
+//! - `retentionFilter.period` Hour|Day|Week|Month (default Day); `totalIntervals` is the number
+//!   of intervals looked ahead from each cohort (schema default 8 when missing; the runner's
+//!   `or DEFAULT_TOTAL_INTERVALS` makes an explicit null or 0 mean 7).
+//! - Intervals, in the project time zone: the range ends at the start of the interval after
+//!   `date_to` (so the interval holding `date_to` is complete) and starts at `date_from` rounded
+//!   down to its interval, or, without `date_from`, `totalIntervals` intervals before the end.
+//!   One cohort per interval of that range (`intervals_between`).
+//! - Recurring (default): an actor is in the cohort of every interval in which they did the
+//!   target event. First time: the actor's first target event ever (node filters applied, no
+//!   date bound) must fall inside the range, and its interval is the actor's only cohort.
+//! - Interval k = 0 is the whole cohort (the runner always adds `[0]` for a valid start
+//!   interval, whether or not the returning event happened then); k > 0 counts the cohort's
+//!   actors who did the returning event in interval start + k, for k < totalIntervals and only
+//!   within the range (return events are bounded by the range like start events).
+//! - `minimumOccurrences` n > 1: a returning interval needs at least n returning events.
+//! - `cumulative`: an actor counts in every interval up to the last one they returned in.
+//! - Response: one row per cohort `{date, label: "Day 3", values: [{count, label: "Day k"}]}`
+//!   with `totalIntervals` values each (zero-filled, also past the end of the range); `date`
+//!   is the cohort's start, wall-clock in the project time zone (`date_from + n periods`).
+//!   The HogQL runner gives no `people`/`people_url`, so neither do we.
+//!
+//! Deliberately different: weeks are aligned to the project's `week_start_day` everywhere
+//! (PostHog rounds the range's start with the default Sunday mode, which misaligns Monday
+//! projects); hours step as elapsed hours. Not supported (400 naming the field): breakdowns,
+//! actions as entities, group aggregation. `filterTestAccounts` has no test-account filters
+//! to apply here; `meanRetentionCalculation`, `retentionReference`, `display` and similar
+//! only shape the frontend's rendering and are accepted as they are.
 
-use crate::{Compiled, Context, Invalid};
+use chrono::{
+    DateTime, Datelike, Duration, Months, NaiveDate, NaiveDateTime, SecondsFormat, Timelike, Utc,
+};
+use serde_json::{Map, Value, json};
 
-pub fn compile(node: &Value, _ctx: &Context) -> Result<Compiled, Invalid> {
-    let _ = node;
-    Err(Invalid::new("kind", "not implemented yet"))
+use crate::date_range::{self, Interval};
+use crate::{Compiled, Context, Invalid, Table, filters, sql_text};
+
+/// Both the rows the query may return and the cells of the response are capped by this.
+const MAX_CELLS: usize = 50_000;
+/// PostHog's schema default for a missing `totalIntervals`.
+const SCHEMA_TOTAL_INTERVALS: u32 = 8;
+/// The runner's fallback when `totalIntervals` is null or 0.
+const RUNNER_TOTAL_INTERVALS: u32 = 7;
+const DEFAULT_EVENT: &str = "$pageview";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Period {
+    Hour,
+    Day,
+    Week,
+    Month,
+}
+
+impl Period {
+    fn title(self) -> &'static str {
+        match self {
+            Period::Hour => "Hour",
+            Period::Day => "Day",
+            Period::Week => "Week",
+            Period::Month => "Month",
+        }
+    }
+
+    fn interval(self) -> Interval {
+        match self {
+            Period::Hour => Interval::Hour,
+            Period::Day => Interval::Day,
+            Period::Week => Interval::Week,
+            Period::Month => Interval::Month,
+        }
+    }
+}
+
+/// What `retentionFilter` (and the node around it) asks for.
+#[derive(Debug, Clone)]
+struct Settings {
+    period: Period,
+    lookahead: u32,
+    first_time: bool,
+    cumulative: bool,
+    minimum_occurrences: u32,
+    /// Dialect conditions selecting the target and the returning events.
+    target: String,
+    returning: String,
+    filters: String,
+}
+
+pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
+    let settings = settings(node, ctx)?;
+    let starts = interval_starts(node, settings.period, settings.lookahead, ctx)?;
+    let query = build_query(&settings, &starts, ctx);
+    let period = settings.period;
+    let lookahead = settings.lookahead as usize;
+    let cumulative = settings.cumulative;
+    let timezone = ctx.timezone;
+    Ok(Compiled::new(vec![query], move |tables| {
+        let table = tables.into_iter().next().unwrap_or_default();
+        let cohorts = starts.cohorts.len();
+        let grid = counts_grid(&table, cohorts, lookahead, cumulative)?;
+        let dates: Vec<String> = starts
+            .cohorts
+            .iter()
+            .map(|start| {
+                start
+                    .with_timezone(&timezone)
+                    .to_rfc3339_opts(SecondsFormat::Secs, false)
+            })
+            .collect();
+        Ok(response(period, &dates, &grid))
+    }))
+}
+
+fn settings(node: &Value, ctx: &Context) -> Result<Settings, Invalid> {
+    let filter = match node.get("retentionFilter") {
+        Some(Value::Object(filter)) => filter,
+        Some(Value::Null) | None => {
+            return Err(Invalid::new(
+                "retentionFilter",
+                "retentionFilter is required.",
+            ));
+        }
+        Some(_) => {
+            return Err(Invalid::new(
+                "retentionFilter",
+                "retentionFilter must be an object.",
+            ));
+        }
+    };
+    let period = match filter.get("period") {
+        None | Some(Value::Null) => Period::Day,
+        Some(Value::String(text)) => match text.as_str() {
+            "Hour" => Period::Hour,
+            "Day" => Period::Day,
+            "Week" => Period::Week,
+            "Month" => Period::Month,
+            _ => return Err(invalid_period(text)),
+        },
+        Some(other) => return Err(invalid_period(&other.to_string())),
+    };
+    let lookahead = match filter.get("totalIntervals") {
+        None => SCHEMA_TOTAL_INTERVALS,
+        Some(Value::Null) => RUNNER_TOTAL_INTERVALS,
+        Some(value) => match positive_integer(value) {
+            Some(0) => RUNNER_TOTAL_INTERVALS,
+            Some(count) if count as usize <= MAX_CELLS => count,
+            _ => {
+                return Err(Invalid::new(
+                    "retentionFilter.totalIntervals",
+                    format!("totalIntervals must be an integer from 1 to {MAX_CELLS}."),
+                ));
+            }
+        },
+    };
+    let first_time = match filter.get("retentionType") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(text)) if text == "retention_recurring" => false,
+        Some(Value::String(text)) if text == "retention_first_time" => true,
+        Some(other) => {
+            return Err(Invalid::new(
+                "retentionFilter.retentionType",
+                format!(
+                    "Input should be 'retention_recurring' or 'retention_first_time', not {other}."
+                ),
+            ));
+        }
+    };
+    let cumulative = match filter.get("cumulative") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => {
+            return Err(Invalid::new(
+                "retentionFilter.cumulative",
+                "cumulative must be a boolean.",
+            ));
+        }
+    };
+    let minimum_occurrences = match filter.get("minimumOccurrences") {
+        None | Some(Value::Null) => 1,
+        Some(value) => match positive_integer(value) {
+            Some(count) if count >= 1 => count,
+            _ => {
+                return Err(Invalid::new(
+                    "retentionFilter.minimumOccurrences",
+                    "minimumOccurrences must be a positive integer.",
+                ));
+            }
+        },
+    };
+    refuse_unsupported(node)?;
+    let target = entity_condition(
+        filter.get("targetEntity"),
+        "retentionFilter.targetEntity",
+        ctx,
+    )?;
+    let returning = entity_condition(
+        filter.get("returningEntity"),
+        "retentionFilter.returningEntity",
+        ctx,
+    )?;
+    let filters = filters::expression(node.get("properties"), ctx, "properties")?;
+    Ok(Settings {
+        period,
+        lookahead,
+        first_time,
+        cumulative,
+        minimum_occurrences,
+        target,
+        returning,
+        filters,
+    })
+}
+
+fn invalid_period(given: &str) -> Invalid {
+    Invalid::new(
+        "retentionFilter.period",
+        format!("Input should be 'Hour', 'Day', 'Week' or 'Month', not {given}."),
+    )
+}
+
+/// A JSON integer (or integral float) that is not negative.
+fn positive_integer(value: &Value) -> Option<u32> {
+    if let Some(number) = value.as_u64() {
+        return u32::try_from(number).ok();
+    }
+    let number = value.as_f64()?;
+    (number >= 0.0 && number.fract() == 0.0 && number <= f64::from(u32::MAX))
+        .then_some(number as u32)
+}
+
+/// Fields PostHog supports that we do not compute: refused rather than silently ignored.
+fn refuse_unsupported(node: &Value) -> Result<(), Invalid> {
+    if let Some(breakdown) = node.get("breakdownFilter").filter(|b| !b.is_null()) {
+        let single = breakdown.get("breakdown").is_some_and(|b| !b.is_null());
+        let multiple = breakdown
+            .get("breakdowns")
+            .and_then(Value::as_array)
+            .is_some_and(|list| !list.is_empty());
+        if single || multiple {
+            return Err(Invalid::new(
+                "breakdownFilter",
+                "Breakdowns are not supported for retention yet.",
+            ));
+        }
+    }
+    if node
+        .get("aggregation_group_type_index")
+        .is_some_and(|index| !index.is_null())
+    {
+        return Err(Invalid::new(
+            "aggregation_group_type_index",
+            "Retention by groups is not supported.",
+        ));
+    }
+    Ok(())
+}
+
+/// `targetEntity` / `returningEntity` as a condition on events (PostHog's default entity is
+/// `$pageview`; an events entity with a null id means all events).
+fn entity_condition(entity: Option<&Value>, attr: &str, ctx: &Context) -> Result<String, Invalid> {
+    let entity = match entity {
+        None | Some(Value::Null) => {
+            return Ok(format!("event = {}", sql_text::string(DEFAULT_EVENT)));
+        }
+        Some(Value::Object(entity)) => entity,
+        Some(_) => return Err(Invalid::new(attr, "The entity must be an object.")),
+    };
+    match entity.get("type").and_then(Value::as_str) {
+        None | Some("events") => {}
+        Some("actions") => {
+            return Err(Invalid::new(
+                format!("{attr}.type"),
+                "Actions are not supported as retention entities.",
+            ));
+        }
+        Some(other) => {
+            return Err(Invalid::new(
+                format!("{attr}.type"),
+                format!("Unknown entity type {other}."),
+            ));
+        }
+    }
+    let event = match entity.get("id") {
+        None | Some(Value::Null) => "true".to_string(),
+        Some(Value::String(name)) => format!("event = {}", sql_text::string(name)),
+        Some(_) => {
+            return Err(Invalid::new(
+                format!("{attr}.id"),
+                "An events entity's id is the event name.",
+            ));
+        }
+    };
+    let properties =
+        filters::expression(entity.get("properties"), ctx, &format!("{attr}.properties"))?;
+    Ok(if properties == "true" {
+        event
+    } else {
+        format!("{event} AND ({properties})")
+    })
+}
+
+/// The cohorts' interval starts and where the last one ends, as instants.
+#[derive(Debug, Clone)]
+struct IntervalStarts {
+    cohorts: Vec<DateTime<Utc>>,
+    end: DateTime<Utc>,
+}
+
+fn interval_starts(
+    node: &Value,
+    period: Period,
+    lookahead: u32,
+    ctx: &Context,
+) -> Result<IntervalStarts, Invalid> {
+    let date_range = node.get("dateRange").filter(|range| !range.is_null());
+    let date_from = date_range
+        .and_then(|range| range.get("date_from"))
+        .and_then(Value::as_str)
+        .filter(|text| !text.is_empty());
+    if date_from == Some("all") {
+        return Err(Invalid::new(
+            "dateRange.date_from",
+            "Retention needs a bounded date range: date_from \"all\" is not supported.",
+        ));
+    }
+    let range = match (date_range, date_from) {
+        // Without date_from, the range is counted back from date_to; resolving it must not
+        // compare date_to with the default date_from (`-7d`), so the start is left open.
+        (Some(Value::Object(fields)), None) => {
+            let mut fields = fields.clone();
+            fields.insert("date_from".into(), Value::String("all".into()));
+            date_range::resolve(
+                Some(&Value::Object(fields)),
+                period.interval(),
+                ctx,
+                "dateRange",
+            )?
+        }
+        _ => date_range::resolve(date_range, period.interval(), ctx, "dateRange")?,
+    };
+    // The end: the start of the interval after the one holding `date_to`.
+    let end = start_of_interval(step(range.to, period, 1, ctx), period, ctx);
+    let first = if date_from.is_some() {
+        start_of_interval(range.from, period, ctx)
+    } else {
+        start_of_interval(step(end, period, -i64::from(lookahead), ctx), period, ctx)
+    };
+    let mut cohorts = Vec::new();
+    let mut start = first;
+    while start < end {
+        cohorts.push(start);
+        if cohorts.len().saturating_mul(lookahead as usize) > MAX_CELLS {
+            return Err(Invalid::new(
+                "dateRange",
+                format!(
+                    "The date range holds too many {}s for retention ({} cells at most).",
+                    period.title().to_lowercase(),
+                    MAX_CELLS
+                ),
+            ));
+        }
+        start = step(first, period, cohorts.len() as i64, ctx);
+    }
+    Ok(IntervalStarts { cohorts, end })
+}
+
+/// `instant` rounded down to the start of its interval in the project time zone.
+fn start_of_interval(instant: DateTime<Utc>, period: Period, ctx: &Context) -> DateTime<Utc> {
+    let local = instant.with_timezone(&ctx.timezone).naive_local();
+    let date = local.date();
+    let truncated = match period {
+        Period::Hour => date
+            .and_time(local.time())
+            .with_minute(0)
+            .and_then(|t| t.with_second(0)),
+        Period::Day => date.and_hms_opt(0, 0, 0),
+        Period::Week => {
+            let back = if ctx.week_start_day == 1 {
+                date.weekday().num_days_from_monday()
+            } else {
+                date.weekday().num_days_from_sunday()
+            };
+            (date - Duration::days(i64::from(back))).and_hms_opt(0, 0, 0)
+        }
+        Period::Month => NaiveDate::from_ymd_opt(date.year(), date.month(), 1)
+            .and_then(|first| first.and_hms_opt(0, 0, 0)),
+    };
+    match truncated {
+        Some(truncated) => local_instant(truncated.with_nanosecond(0).unwrap_or(truncated), ctx),
+        None => instant,
+    }
+}
+
+/// `start` moved by `count` periods: on the wall clock of the project time zone (as Python's
+/// aware datetime arithmetic does), except hours, which step as elapsed time.
+fn step(start: DateTime<Utc>, period: Period, count: i64, ctx: &Context) -> DateTime<Utc> {
+    let local = start.with_timezone(&ctx.timezone).naive_local();
+    let moved = match period {
+        Period::Hour => return start + Duration::hours(count),
+        Period::Day => local.checked_add_signed(Duration::days(count)),
+        Period::Week => local.checked_add_signed(Duration::weeks(count)),
+        Period::Month => {
+            let months = Months::new(count.unsigned_abs().min(u64::from(u32::MAX)) as u32);
+            if count >= 0 {
+                local.checked_add_months(months)
+            } else {
+                local.checked_sub_months(months)
+            }
+        }
+    };
+    moved.map_or(start, |moved| local_instant(moved, ctx))
+}
+
+/// A wall-clock time of the project's zone as an instant (the earlier one when the clock goes
+/// back; just after the gap when it skips forward).
+fn local_instant(local: NaiveDateTime, ctx: &Context) -> DateTime<Utc> {
+    use chrono::TimeZone;
+    let zone = ctx.timezone;
+    for shift in 0..3 {
+        let candidate = local + Duration::hours(shift);
+        if let Some(instant) = zone.from_local_datetime(&candidate).earliest() {
+            return instant.with_timezone(&Utc);
+        }
+    }
+    local.and_utc()
+}
+
+fn datetime_literal(instant: DateTime<Utc>) -> String {
+    format!(
+        "toDateTime({})",
+        sql_text::string(&instant.format("%Y-%m-%d %H:%M:%S").to_string())
+    )
+}
+
+/// The dialect expression giving the 0-based interval of `column` (a UTC timestamp), counted
+/// from `first` (the first cohort's start). Integer arithmetic over truncated values: a local
+/// day may be an hour longer or shorter across a DST change, which the half-day shift absorbs.
+/// Weeks are whole days from `first` (a week start), which avoids `toStartOfWeek` on zoned
+/// times (its Sunday mode adds a day, which fails on an ambiguous local time).
+fn interval_index(column: &str, period: Period, first: DateTime<Utc>, ctx: &Context) -> String {
+    let zone = sql_text::string(ctx.timezone.name());
+    let local_first = first.with_timezone(&ctx.timezone).naive_local();
+    let day_index = format!(
+        "intDiv(toUnixTimestamp(toStartOfDay(toTimeZone({column}, {zone}))) - {} + 43200, 86400)",
+        first.timestamp()
+    );
+    match period {
+        Period::Hour => format!(
+            "intDiv(toUnixTimestamp({column}) - {}, 3600)",
+            first.timestamp()
+        ),
+        Period::Day => day_index,
+        Period::Week => format!("intDiv({day_index}, 7)"),
+        Period::Month => {
+            // toStartOfMonth gives the local date of the month's first day.
+            let month = format!("toStartOfMonth(toTimeZone({column}, {zone}))");
+            format!(
+                "toYear({month}) * 12 + toMonth({month}) - {}",
+                i64::from(local_first.year()) * 12 + i64::from(local_first.month())
+            )
+        }
+    }
+}
+
+/// One query: per actor and interval, whether they did the target / returning event; each
+/// cohort row joined with the same actor's later returning intervals within the lookahead.
+/// Rows: `(start_interval_index, intervals_from_base, actors)`. Every `(actor, cohort,
+/// interval)` triple occurs once, so `count()` counts distinct actors.
+fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> String {
+    let first = starts.cohorts.first().copied().unwrap_or(starts.end);
+    let from = datetime_literal(first);
+    let to = datetime_literal(starts.end);
+    let Settings {
+        target,
+        returning,
+        filters,
+        lookahead,
+        minimum_occurrences,
+        ..
+    } = settings;
+    let activity_index = interval_index("timestamp", settings.period, first, ctx);
+    let activity = format!(
+        "actor_intervals AS (\n\
+         SELECT person_id AS actor_id, {activity_index} AS interval_index, \
+         countIf({target}) > 0 AS started, countIf({returning}) >= {minimum_occurrences} AS returned\n\
+         FROM events\n\
+         WHERE timestamp >= {from} AND timestamp < {to} AND (({target}) OR ({returning})) AND ({filters})\n\
+         GROUP BY actor_id, interval_index)"
+    );
+    let cohorts = if settings.first_time {
+        // The first target event ever (no date bound) decides the only cohort.
+        let first_index = interval_index("first_seen", settings.period, first, ctx);
+        format!(
+            "cohorts AS (\n\
+             SELECT actor_id, {first_index} AS interval_index FROM (\n\
+             SELECT person_id AS actor_id, min(timestamp) AS first_seen FROM events \
+             WHERE ({target}) AND ({filters}) GROUP BY actor_id)\n\
+             WHERE first_seen >= {from} AND first_seen < {to})"
+        )
+    } else {
+        "cohorts AS (SELECT actor_id, interval_index FROM actor_intervals WHERE started)"
+            .to_string()
+    };
+    let pairs = format!(
+        "FROM cohorts JOIN actor_intervals AS later ON cohorts.actor_id = later.actor_id\n\
+         WHERE later.interval_index >= cohorts.interval_index \
+         AND later.interval_index < cohorts.interval_index + {lookahead} \
+         AND (later.returned OR later.interval_index = cohorts.interval_index)"
+    );
+    let select = if settings.cumulative {
+        // Each actor counts once per cohort, at the last interval they returned in.
+        format!(
+            "SELECT start_interval_index, intervals_from_base, count() AS actors FROM (\n\
+             SELECT cohorts.actor_id AS actor_id, cohorts.interval_index AS start_interval_index, \
+             max(later.interval_index - cohorts.interval_index) AS intervals_from_base\n\
+             {pairs}\n\
+             GROUP BY cohorts.actor_id, cohorts.interval_index)\n\
+             GROUP BY start_interval_index, intervals_from_base"
+        )
+    } else {
+        format!(
+            "SELECT cohorts.interval_index AS start_interval_index, \
+             later.interval_index - cohorts.interval_index AS intervals_from_base, count() AS actors\n\
+             {pairs}\n\
+             GROUP BY start_interval_index, intervals_from_base"
+        )
+    };
+    format!("WITH\n{activity},\n{cohorts}\n{select}\nLIMIT {MAX_CELLS}")
+}
+
+fn integer_cell(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(number) => number.as_i64().or_else(|| {
+            number
+                .as_f64()
+                .filter(|f| f.fract() == 0.0)
+                .map(|f| f as i64)
+        }),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
+/// `grid[cohort][k]`: actors of each cohort counted at each interval after it.
+fn counts_grid(
+    table: &Table,
+    cohorts: usize,
+    lookahead: usize,
+    cumulative: bool,
+) -> Result<Vec<Vec<i64>>, Invalid> {
+    let mut grid = vec![vec![0i64; lookahead]; cohorts];
+    for row in &table.rows {
+        let cells: Option<Vec<i64>> = row.iter().take(3).map(integer_cell).collect();
+        let Some([start, offset, count]) =
+            cells.as_deref().and_then(|c| <[i64; 3]>::try_from(c).ok())
+        else {
+            return Err(Invalid::new("retentionFilter", "Unexpected retention row."));
+        };
+        let (Ok(start), Ok(offset)) = (usize::try_from(start), usize::try_from(offset)) else {
+            continue;
+        };
+        if let Some(cell) = grid.get_mut(start).and_then(|row| row.get_mut(offset)) {
+            *cell += count;
+        }
+    }
+    if cumulative {
+        // Counted at its last returning interval, an actor also counts at every earlier one.
+        for row in &mut grid {
+            for k in (0..row.len().saturating_sub(1)).rev() {
+                row[k] += row[k + 1];
+            }
+        }
+    }
+    Ok(grid)
+}
+
+fn response(period: Period, dates: &[String], grid: &[Vec<i64>]) -> Value {
+    let title = period.title();
+    let results: Vec<Value> = dates
+        .iter()
+        .zip(grid)
+        .enumerate()
+        .map(|(index, (date, counts))| {
+            let values: Vec<Value> = counts
+                .iter()
+                .enumerate()
+                .map(|(k, count)| json!({"count": count, "label": format!("{title} {k}")}))
+                .collect();
+            let mut result = Map::new();
+            result.insert("date".into(), Value::String(date.clone()));
+            result.insert("label".into(), Value::String(format!("{title} {index}")));
+            result.insert("values".into(), Value::Array(values));
+            Value::Object(result)
+        })
+        .collect();
+    json!({ "results": results })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context(timezone: chrono_tz::Tz, week_start_day: u8) -> Context {
+        Context {
+            timezone,
+            now: DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z")
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_default(),
+            week_start_day,
+            check_expression: |_| Ok(()),
+        }
+    }
+
+    fn utc(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    fn error_attr(node: Value) -> String {
+        match compile(&node, &context(chrono_tz::UTC, 0)) {
+            Err(invalid) => invalid.attr,
+            Ok(_) => "compiled".into(),
+        }
+    }
+
+    #[test]
+    fn invalid_fields_are_named() {
+        let base = |filter: Value| json!({"kind": "RetentionQuery", "retentionFilter": filter});
+        assert_eq!(
+            error_attr(json!({"kind": "RetentionQuery"})),
+            "retentionFilter"
+        );
+        assert_eq!(
+            error_attr(base(json!({"period": "Year"}))),
+            "retentionFilter.period"
+        );
+        assert_eq!(
+            error_attr(base(json!({"period": 3}))),
+            "retentionFilter.period"
+        );
+        assert_eq!(
+            error_attr(base(json!({"totalIntervals": -2}))),
+            "retentionFilter.totalIntervals"
+        );
+        assert_eq!(
+            error_attr(base(json!({"totalIntervals": 2.5}))),
+            "retentionFilter.totalIntervals"
+        );
+        assert_eq!(
+            error_attr(base(json!({"totalIntervals": "8"}))),
+            "retentionFilter.totalIntervals"
+        );
+        assert_eq!(
+            error_attr(base(json!({"retentionType": "retention_sometimes"}))),
+            "retentionFilter.retentionType"
+        );
+        assert_eq!(
+            error_attr(base(json!({"cumulative": "yes"}))),
+            "retentionFilter.cumulative"
+        );
+        assert_eq!(
+            error_attr(base(json!({"minimumOccurrences": 0}))),
+            "retentionFilter.minimumOccurrences"
+        );
+        assert_eq!(
+            error_attr(base(json!({"targetEntity": {"id": 3, "type": "actions"}}))),
+            "retentionFilter.targetEntity.type"
+        );
+        assert_eq!(
+            error_attr(base(
+                json!({"returningEntity": {"id": 3, "type": "events"}})
+            )),
+            "retentionFilter.returningEntity.id"
+        );
+        let breakdown = json!({"kind": "RetentionQuery", "retentionFilter": {},
+            "breakdownFilter": {"breakdown": "$browser", "breakdown_type": "event"}});
+        assert_eq!(error_attr(breakdown), "breakdownFilter");
+    }
+
+    #[test]
+    fn total_intervals_defaults_follow_posthog() {
+        let lookahead = |filter: Value| {
+            let node = json!({"kind": "RetentionQuery", "retentionFilter": filter});
+            settings(&node, &context(chrono_tz::UTC, 0)).map(|s| s.lookahead)
+        };
+        assert_eq!(lookahead(json!({})), Ok(8));
+        assert_eq!(lookahead(json!({"totalIntervals": null})), Ok(7));
+        assert_eq!(lookahead(json!({"totalIntervals": 0})), Ok(7));
+        assert_eq!(lookahead(json!({"totalIntervals": 3})), Ok(3));
+    }
+
+    #[test]
+    fn entity_text_is_quoted() {
+        let ctx = context(chrono_tz::UTC, 0);
+        let condition = entity_condition(Some(&json!({"id": "it's", "type": "events"})), "e", &ctx);
+        assert_eq!(condition, Ok(r"event = 'it\'s'".to_string()));
+        assert_eq!(
+            entity_condition(None, "e", &ctx),
+            Ok("event = '$pageview'".to_string())
+        );
+        assert_eq!(
+            entity_condition(Some(&json!({"id": null})), "e", &ctx),
+            Ok("true".to_string())
+        );
+    }
+
+    #[test]
+    fn intervals_round_in_the_project_zone() {
+        let paris = context(chrono_tz::Europe::Paris, 0);
+        // 2026-03-29 00:30 in Paris is still the 28th in UTC.
+        let instant = utc("2026-03-28T23:30:00Z");
+        assert_eq!(
+            start_of_interval(instant, Period::Day, &paris),
+            utc("2026-03-28T23:00:00Z")
+        );
+        // Across the spring change, the next local midnight is 23 hours later.
+        let next = step(utc("2026-03-28T23:00:00Z"), Period::Day, 1, &paris);
+        assert_eq!(next, utc("2026-03-29T22:00:00Z"));
+        // Weeks start on Sunday by default, on Monday with week_start_day 1.
+        let wednesday = utc("2026-11-18T12:00:00Z");
+        let sunday_weeks = context(chrono_tz::UTC, 0);
+        let monday_weeks = context(chrono_tz::UTC, 1);
+        assert_eq!(
+            start_of_interval(wednesday, Period::Week, &sunday_weeks),
+            utc("2026-11-15T00:00:00Z")
+        );
+        assert_eq!(
+            start_of_interval(wednesday, Period::Week, &monday_weeks),
+            utc("2026-11-16T00:00:00Z")
+        );
+        assert_eq!(
+            start_of_interval(wednesday, Period::Month, &paris),
+            utc("2026-10-31T23:00:00Z")
+        );
+        assert_eq!(
+            step(utc("2026-01-31T00:00:00Z"), Period::Month, 1, &sunday_weeks),
+            utc("2026-02-28T00:00:00Z")
+        );
+    }
+
+    #[test]
+    fn grid_fills_zeros_and_drops_rows_out_of_range() {
+        let table = Table {
+            rows: vec![
+                vec![json!(0), json!(0), json!(5)],
+                vec![json!(0), json!(2), json!(3)],
+                vec![json!(1), json!(0), json!(4)],
+                vec![json!(1), json!(9), json!(1)],
+                vec![json!(7), json!(0), json!(1)],
+            ],
+            ..Table::default()
+        };
+        let grid = counts_grid(&table, 2, 3, false);
+        assert_eq!(grid, Ok(vec![vec![5, 0, 3], vec![4, 0, 0]]));
+        let bad = Table {
+            rows: vec![vec![json!("x"), json!(0), json!(1)]],
+            ..Table::default()
+        };
+        assert!(counts_grid(&bad, 1, 1, false).is_err());
+    }
+
+    #[test]
+    fn cumulative_counts_every_interval_up_to_the_last_return() {
+        // Cohort 0: 2 actors never returned, 1 last returned at k=1, 3 at k=2.
+        let table = Table {
+            rows: vec![
+                vec![json!(0), json!(0), json!(2)],
+                vec![json!(0), json!(1), json!(1)],
+                vec![json!(0), json!(2), json!(3)],
+            ],
+            ..Table::default()
+        };
+        assert_eq!(counts_grid(&table, 1, 4, true), Ok(vec![vec![6, 4, 3, 0]]));
+    }
+
+    #[test]
+    fn response_has_posthog_labels_and_dates() {
+        let dates = vec!["2026-03-01T00:00:00+01:00".to_string()];
+        let value = response(Period::Week, &dates, &[vec![3, 1]]);
+        assert_eq!(
+            value,
+            json!({"results": [{"date": "2026-03-01T00:00:00+01:00", "label": "Week 0", "values": [
+                {"count": 3, "label": "Week 0"}, {"count": 1, "label": "Week 1"}]}]})
+        );
+    }
+
+    #[test]
+    fn one_query_with_an_explicit_limit_and_quoted_names() {
+        let ctx = Context {
+            timezone: chrono_tz::Europe::Paris,
+            now: DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000),
+            week_start_day: 0,
+            check_expression: |_| Ok(()),
+        };
+        let node = json!({"kind": "RetentionQuery",
+            "dateRange": {"date_from": "2026-10-01", "date_to": "2026-10-10"},
+            "retentionFilter": {"period": "Week", "retentionType": "retention_first_time",
+                "targetEntity": {"id": "sign'up", "type": "events"}}});
+        let compiled = compile(&node, &ctx);
+        let queries = compiled.map(|c| c.queries).unwrap_or_default();
+        assert_eq!(queries.len(), 1);
+        let text = &queries[0];
+        assert!(text.ends_with("LIMIT 50000"), "{text}");
+        assert!(text.contains(r"event = 'sign\'up'"), "{text}");
+        // Weeks of the Paris calendar, from Sunday 27 September (22:00 UTC the day before).
+        assert!(
+            text.contains("timestamp >= toDateTime('2026-09-26 22:00:00')"),
+            "{text}"
+        );
+        assert!(
+            text.contains("timestamp < toDateTime('2026-10-10 22:00:00')"),
+            "{text}"
+        );
+    }
 }

@@ -25,6 +25,7 @@ async fn top(state: &AppState, project: &Project, text: &str) -> Vec<String> {
         name: None,
         bindings: Bindings::default(),
         structured: None,
+        filters: None,
     };
     let caller = Caller::default();
     let run = Run {

@@ -59,6 +59,8 @@ pub struct SqlNode {
     pub bindings: Bindings,
     /// An EventsQuery, TrendsQuery, FunnelsQuery or RetentionQuery (see `insights`).
     pub structured: Option<Value>,
+    /// HogQLFilters for `{filters}` (the node's, with `filters_override` laid over them).
+    pub filters: Option<Value>,
 }
 
 impl QueryRequest {
@@ -163,6 +165,7 @@ impl QueryRequest {
                 name: self.name.clone(),
                 bindings: Bindings::default(),
                 structured: Some(Value::Object(node.clone())),
+                filters: None,
             });
         }
         if kind != "HogQLQuery" && kind != "SqlDialectQuery" {
@@ -274,9 +277,23 @@ impl QueryRequest {
             bindings: Bindings {
                 values,
                 variables: by_code_name,
+                ..Default::default()
             },
             structured: None,
+            filters: Some(self.hogql_filters(node)?),
         })
+    }
+
+    fn hogql_filters(&self, node: &Map<String, Value>) -> Result<Value, ApiError> {
+        insights::hogql_filters::merge(node.get("filters"), self.filters_override.as_ref()).map_err(
+            |invalid| {
+                let attr = match invalid.attr.starts_with("filters_override") {
+                    true => invalid.attr,
+                    false => format!("query.{}", invalid.attr),
+                };
+                ApiError::field(attr, "invalid_input", invalid.detail)
+            },
+        )
     }
 }
 

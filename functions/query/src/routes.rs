@@ -233,8 +233,10 @@ pub async fn log(
         bindings: engine::sql::Bindings {
             values,
             variables: Default::default(),
+            ..Default::default()
         },
         structured: None,
+        filters: None,
     };
     let caller = Caller::of(&auth);
     let mut response = runner::run(

@@ -162,7 +162,9 @@ async fn execute(
     if let Some(node) = &run.node.structured {
         return execute_structured(run, node, cancelled, record).await;
     }
-    let prepared = sql::prepare(&run.node.text, &run.node.bindings).map_err(|e| (e, true))?;
+    let prepared = bindings(run.project, run.node)
+        .and_then(|bindings| sql::prepare(&run.node.text, &bindings))
+        .map_err(|e| (e, true))?;
     let limits = limits(run.state);
     let session = sql::open_session(
         run.state,
@@ -206,8 +208,35 @@ async fn execute(
 pub fn check(project: &Project, node: &SqlNode) -> Result<(), QueryError> {
     match &node.structured {
         Some(structured) => compile_structured(project, structured).map(|_| ()),
-        None => sql::prepare(&node.text, &node.bindings).map(|_| ()),
+        None => sql::prepare(&node.text, &bindings(project, node)?).map(|_| ()),
     }
+}
+
+/// What compiling in this project's terms needs: its time zone, and "now" for this request.
+fn context(project: &Project) -> insights::Context {
+    insights::Context {
+        timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
+        now: Utc::now(),
+        week_start_day: 0,
+        check_expression: sql::check_expression,
+    }
+}
+
+fn invalid(invalid: insights::Invalid) -> QueryError {
+    QueryError::Invalid {
+        attr: invalid.attr,
+        detail: invalid.detail,
+    }
+}
+
+/// The SQL node's bindings, with `{filters}` compiled for this project.
+fn bindings(project: &Project, node: &SqlNode) -> Result<sql::Bindings, QueryError> {
+    let mut bindings = node.bindings.clone();
+    if let Some(filters) = &node.filters {
+        bindings.filters =
+            Some(insights::hogql_filters::expression(filters, &context(project)).map_err(invalid)?);
+    }
+    Ok(bindings)
 }
 
 /// Compiles a structured node for this project into its dialect queries, each prepared.
@@ -215,16 +244,7 @@ pub fn compile_structured(
     project: &Project,
     node: &Value,
 ) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
-    let context = insights::Context {
-        timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
-        now: Utc::now(),
-        week_start_day: 0,
-        check_expression: sql::check_expression,
-    };
-    let compiled = insights::compile(node, &context).map_err(|invalid| QueryError::Invalid {
-        attr: invalid.attr,
-        detail: invalid.detail,
-    })?;
+    let compiled = insights::compile(node, &context(project)).map_err(invalid)?;
     let prepared = compiled
         .queries
         .iter()
@@ -309,15 +329,9 @@ async fn execute_structured(
         });
     }
     timings.push((".".into(), started.elapsed().as_secs_f64()));
-    let assembled = compiled.assemble(tables).map_err(|invalid| {
-        (
-            QueryError::Invalid {
-                attr: invalid.attr,
-                detail: invalid.detail,
-            },
-            false,
-        )
-    })?;
+    let assembled = compiled
+        .assemble(tables)
+        .map_err(|error| (invalid(error), false))?;
     let hogql = prepared
         .iter()
         .map(|query| query.hogql.as_str())

@@ -38,6 +38,8 @@ pub struct Job {
     pub api_key_mask: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Value>,
 }
 
 impl Job {
@@ -52,6 +54,7 @@ impl Job {
             api_key_label: caller.api_key_label.clone(),
             api_key_mask: caller.api_key_mask.clone(),
             structured: node.structured.clone(),
+            filters: node.filters.clone(),
         }
     }
 
@@ -62,8 +65,10 @@ impl Job {
             bindings: engine::sql::Bindings {
                 values: self.values.clone(),
                 variables: self.variables.clone(),
+                ..Default::default()
             },
             structured: self.structured.clone(),
+            filters: self.filters.clone(),
         }
     }
 

@@ -208,6 +208,8 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("corr", agg(2, 2, Rename("corr"))),
         ("covarPop", agg(2, 2, Rename("covar_pop"))),
         ("covarSamp", agg(2, 2, Rename("covar_samp"))),
+        // Funnels: steps reached and conversion times per actor (sql/funnel.rs).
+        ("aggregateFunnel", agg(6, 6, Rename(super::funnel::NAME))),
         // Window functions.
         ("row_number", meta(0, 0, Rename("row_number"))),
         ("rank", meta(0, 0, Rename("rank"))),

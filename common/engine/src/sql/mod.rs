@@ -2,6 +2,7 @@
 //! rewrite the text, register only the project's own tables, run under memory and time limits.
 
 mod functions;
+mod funnel;
 mod parse;
 pub mod query_log;
 mod results;
@@ -160,6 +161,7 @@ pub async fn open_session(
     for udf in udfs::all() {
         ctx.register_udf(udf);
     }
+    ctx.register_udaf(funnel::aggregate_funnel());
     let zone: chrono_tz::Tz = timezone.parse().unwrap_or(chrono_tz::UTC);
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
     Ok(Session {

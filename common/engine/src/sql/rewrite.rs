@@ -28,6 +28,9 @@ pub struct Bindings {
     pub values: serde_json::Map<String, Json>,
     /// `{variables.code_name}` → value.
     pub variables: serde_json::Map<String, Json>,
+    /// `{filters}` → this boolean expression of the dialect (PostHog's HogQLFilters, compiled by
+    /// the caller); `true` when there is none.
+    pub filters: Option<String>,
 }
 
 pub struct Rewritten {
@@ -49,9 +52,15 @@ pub fn rewrite(
     if let Some(bad) = names.names.iter().find(|name| name.starts_with("__")) {
         return Err(QueryError::Query(format!("Reserved name `{bad}`")));
     }
+    if placeholders.iter().any(|path| path == FILTERS) {
+        expand_filters(&mut query, placeholders, bindings.filters.as_deref())?;
+    }
     let values = placeholders
         .iter()
-        .map(|path| bind(path, bindings))
+        .map(|path| match path.as_str() {
+            FILTERS => Ok(Expr::Value(Value::Boolean(true).into())),
+            _ => bind(path, bindings),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     name_top_level_columns(&mut query);
     let mut rewriter = Rewriter {
@@ -72,6 +81,61 @@ pub fn rewrite(
         tables,
         paginated,
     })
+}
+
+const FILTERS: &str = "filters";
+
+/// Puts the filters expression where `{filters}` stands, before the rewrite, so it gets the same
+/// treatment (property access, null-safe comparisons) as the query's own text.
+fn expand_filters(
+    query: &mut Query,
+    placeholders: &[String],
+    filters: Option<&str>,
+) -> Result<(), QueryError> {
+    let text = filters.unwrap_or("true");
+    let parsed = super::parse::parse(&format!("SELECT ({text})"))?;
+    let expression = match *parsed.query.body {
+        SetExpr::Select(select) if parsed.placeholders.is_empty() => {
+            match select.projection.into_iter().next() {
+                Some(SelectItem::UnnamedExpr(expr)) => expr,
+                _ => return Err(QueryError::Query("Invalid filters".into())),
+            }
+        }
+        _ => return Err(QueryError::Query("Invalid filters".into())),
+    };
+    let slots: HashSet<String> = placeholders
+        .iter()
+        .enumerate()
+        .filter(|(_, path)| *path == FILTERS)
+        .map(|(index, _)| format!("{PLACEHOLDER_PREFIX}{index}"))
+        .collect();
+    let _ = VisitMut::visit(
+        query,
+        &mut ReplaceSlots {
+            slots,
+            with: expression,
+        },
+    );
+    Ok(())
+}
+
+struct ReplaceSlots {
+    slots: HashSet<String>,
+    with: Expr,
+}
+
+impl VisitorMut for ReplaceSlots {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Identifier(ident) = expr
+            && ident.quote_style.is_none()
+            && self.slots.contains(&ident.value)
+        {
+            *expr = Expr::Nested(Box::new(self.with.clone()));
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 #[derive(Default)]
