@@ -275,6 +275,23 @@ def utc_cases(server, connection, failures):
                                  "label": "Formula ((A - B) / B * 100)" if formula == "ratio" else "weighted"})
         check_results("formula + compare", body, expected, failures)
 
+    # Series and node property filters.
+    date_from, date_to = d(2024, 3, 8), d(2024, 3, 14)
+    bounds = day_range(date_from, date_to, "UTC")
+    buckets = day_buckets(date_from, date_to)
+    node = {"kind": "TrendsQuery", "dateRange": {"date_from": "2024-03-08", "date_to": "2024-03-14"},
+            "properties": [{"key": "amount", "operator": "is_set", "type": "event"}],
+            "series": [{"kind": "EventsNode", "event": "$pageview",
+                        "properties": [{"key": "$browser", "value": "Chrome", "operator": "exact", "type": "event"}]}]}
+    status, body = post_node(server, node)
+    if status != 200:
+        failures.append(f"property filters: HTTP {status} {body}")
+    else:
+        counts = zero_filled(series_by_bucket(connection, "UTC", "day", bounds,
+                                              f"event = '$pageview' and {BROWSER} = 'Chrome' and prop(properties, '$.amount') is not null",
+                                              "count(*)"), buckets)
+        check_results("property filters", body, [{"days": buckets, "data": counts}], failures)
+
     # A total-value display: one average per series over the range.
     bounds = day_range(d(2024, 3, 1), d(2024, 3, 20), "UTC")
     node = {"kind": "TrendsQuery", "dateRange": {"date_from": "2024-03-01", "date_to": "2024-03-20"},
