@@ -24,8 +24,6 @@ import os
 import random
 import sys
 import threading
-import urllib.error
-import urllib.request
 import uuid
 from zoneinfo import ZoneInfo
 
@@ -35,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
 from test_query_duckdb import DUCKDB_SETUP, capture, drain, wait_until_visible  # noqa: E402
+from node_harness import post_node, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 ZONE_NAME = "America/New_York"
@@ -228,33 +227,6 @@ FILTER_CASES = [
      [{"type": "OR", "values": [{"key": "$browser", "value": "Safari"}, {"key": "is_beta", "value": "true"}]}],
      f"({BROWSER} = 'Safari' or {BETA} = 'true') and event = 'purchased'"),
 ]
-
-
-def post_node(server, node):
-    body = json.dumps({"query": node, "refresh": "force_blocking"}).encode()
-    request = urllib.request.Request(
-        f"{server.url}/api/projects/{server.project_id}/query/", data=body, method="POST",
-        headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        try:
-            reply = json.loads(error.read())
-        except ValueError:
-            reply = None
-        return error.code, reply if isinstance(reply, dict) else {"detail": reply}
-
-
-def set_timezone(server):
-    body = json.dumps({"timezone": ZONE_NAME}).encode()
-    request = urllib.request.Request(
-        f"{server.url}/api/projects/{server.project_id}/", data=body, method="PATCH",
-        headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert json.load(response)["timezone"] == ZONE_NAME
 
 
 def events_node(**fields):
@@ -502,7 +474,7 @@ def check(backend, events):
     logs = collections.deque(maxlen=50)
     threading.Thread(target=drain, args=(server.process.stderr, logs), daemon=True).start()
     try:
-        set_timezone(server)
+        set_timezone(server, ZONE_NAME)
         capture(server, events)
         wait_until_visible(server, len(events))
         table = server.table().to_pyarrow_table()

@@ -27,7 +27,6 @@ import os
 import random
 import sys
 import threading
-import urllib.request
 import uuid
 from zoneinfo import ZoneInfo
 
@@ -37,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
 from test_query_duckdb import capture, drain, wait_until_visible  # noqa: E402
+from node_harness import post_node, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 USERS = [f"user-{k:02d}" for k in range(70)]
@@ -196,24 +196,9 @@ def expected(connection, timezone, node):
     } for index, start in enumerate(starts)]
 
 
-def request(server, method, path, body):
-    data = json.dumps(body).encode()
-    req = urllib.request.Request(f"{server.url}{path}", data=data, method=method,
-                                 headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        try:
-            return error.code, json.loads(error.read())
-        except ValueError:
-            return error.code, None
-
-
 def run_query(server, node):
     query = {"kind": "RetentionQuery", **node}
-    return request(server, "POST", f"/api/projects/{server.project_id}/query/",
-                   {"query": query, "refresh": "force_blocking"})
+    return post_node(server, query)
 
 
 def describe(results, limit=6):
@@ -269,8 +254,7 @@ def check(backend, events):
         zone = "UTC"
         for name, timezone, node in CASES:
             if timezone != zone:
-                status, body = request(server, "PATCH", f"/api/projects/{server.project_id}/", {"timezone": timezone})
-                assert status == 200 and body.get("timezone") == timezone, f"PATCH timezone: HTTP {status} {body}"
+                set_timezone(server, timezone)
                 zone = timezone
             problem = compare(name, timezone, node, server, connection)
             if problem:

@@ -18,8 +18,6 @@ import math
 import os
 import random
 import sys
-import urllib.error
-import urllib.request
 import uuid
 import zoneinfo
 
@@ -29,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
 from test_query_duckdb import capture, wait_until_visible  # noqa: E402
+from node_harness import post_node, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 NEW_YORK = "America/New_York"
@@ -141,32 +140,6 @@ def close(a, b, rel=1e-9):
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(close(x, y, rel) for x, y in zip(a, b))
     return a == b
-
-
-def post_node(server, node):
-    body = json.dumps({"query": node, "refresh": "force_blocking"}).encode()
-    request = urllib.request.Request(
-        f"{server.url}/api/projects/{server.project_id}/query/", data=body, method="POST",
-        headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        try:
-            return error.code, json.loads(error.read())
-        except ValueError:
-            return error.code, None
-
-
-def set_timezone(server, tz):
-    body = json.dumps({"timezone": tz}).encode()
-    request = urllib.request.Request(
-        f"{server.url}/api/projects/{server.project_id}/", data=body, method="PATCH",
-        headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        assert response.status == 200, response.status
 
 
 def check_results(name, body, expected, failures, fields=("breakdown_value", "days", "data", "aggregated_value", "compare_label", "label")):
