@@ -16,6 +16,7 @@ fn family_routes(family: &str) -> axum::Router<common::AppState> {
     match family {
         "users" => users::router(),
         "capture" => capture::router(),
+        "query" => query::router(),
         other => panic!("events/{other}/ names no known route family"),
     }
 }
@@ -81,6 +82,7 @@ async fn every_sample_event_is_routed_to_a_handler() {
                 "two-factor-start",
                 "start-2fa",
                 "request-email",
+                "query-",
             ];
             let name = path.file_name().unwrap().to_string_lossy();
             if family_name == "capture" || stateless.iter().any(|prefix| name.starts_with(prefix)) {
@@ -89,7 +91,7 @@ async fn every_sample_event_is_routed_to_a_handler() {
             seen += 1;
         }
     }
-    assert!(seen >= 22, "only {seen} sample events found");
+    assert!(seen >= 28, "only {seen} sample events found");
 }
 
 #[test]
