@@ -637,20 +637,11 @@ mod tests {
     use serde_json::json;
 
     fn context(timezone: Tz, now: &str, week_start_day: u8) -> Context {
-        Context {
-            timezone,
-            now: DateTime::parse_from_rfc3339(now)
-                .map(|t| t.with_timezone(&Utc))
-                .expect("test now"),
-            week_start_day,
-            check_expression: |_| Ok(()),
-        }
+        crate::testing::context(timezone, now, week_start_day)
     }
 
     fn utc(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .expect("test instant")
-            .with_timezone(&Utc)
+        crate::testing::utc(text)
     }
 
     fn isos(range: &Range, ctx: &Context) -> (String, String) {

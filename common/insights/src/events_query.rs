@@ -719,24 +719,9 @@ fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::{TimeZone, Utc};
 
     fn context() -> Context {
-        Context {
-            timezone: chrono_tz::UTC,
-            now: Utc
-                .with_ymd_and_hms(2026, 11, 10, 12, 0, 0)
-                .single()
-                .unwrap_or_default(),
-            week_start_day: 0,
-            check_expression: |text| {
-                if text.contains(';') || text.to_ascii_lowercase().contains(" from ") {
-                    Err(format!("`{text}` is not a single expression"))
-                } else {
-                    Ok(())
-                }
-            },
-        }
+        crate::testing::context(chrono_tz::UTC, "2026-11-10T12:00:00Z", 0)
     }
 
     fn query(node: Value) -> String {

@@ -69,18 +69,10 @@ pub fn expression(filters: &Value, ctx: &Context) -> Result<String, Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
     use serde_json::json;
 
     fn context() -> Context {
-        Context {
-            timezone: chrono_tz::UTC,
-            now: chrono::Utc
-                .with_ymd_and_hms(2026, 11, 10, 12, 0, 0)
-                .unwrap(),
-            week_start_day: 0,
-            check_expression: |_| Ok(()),
-        }
+        crate::testing::context(chrono_tz::UTC, "2026-11-10T12:00:00Z", 0)
     }
 
     #[test]

@@ -17,7 +17,12 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 /// The node kinds compiled here.
-pub const KINDS: &[&str] = &["EventsQuery", "TrendsQuery", "FunnelsQuery", "RetentionQuery"];
+pub const KINDS: &[&str] = &[
+    "EventsQuery",
+    "TrendsQuery",
+    "FunnelsQuery",
+    "RetentionQuery",
+];
 
 /// What compiling depends on besides the node.
 #[derive(Clone)]
@@ -98,5 +103,37 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
             format!("Query kind {kind} is not supported."),
         )),
         None => Err(Invalid::new("kind", "kind is required.")),
+    }
+}
+
+/// What the unit tests of every node share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use chrono::{DateTime, Utc};
+    use chrono_tz::Tz;
+
+    use crate::Context;
+
+    /// A context at `now` (RFC 3339) whose expression check stands in for the engine's: it
+    /// refuses `;`, `select` and ` from `, enough to see that compilers ask it.
+    pub fn context(timezone: Tz, now: &str, week_start_day: u8) -> Context {
+        Context {
+            timezone,
+            now: utc(now),
+            week_start_day,
+            check_expression: |text| {
+                let lower = text.to_lowercase();
+                match text.contains(';') || lower.contains("select") || lower.contains(" from ") {
+                    true => Err(format!("`{text}` is not a single expression")),
+                    false => Ok(()),
+                }
+            },
+        }
+    }
+
+    pub fn utc(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|moment| moment.with_timezone(&Utc))
+            .unwrap_or_else(|error| panic!("test instant {text}: {error}"))
     }
 }

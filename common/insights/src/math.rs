@@ -171,22 +171,10 @@ impl Math {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Utc;
     use serde_json::json;
 
     fn context() -> Context {
-        Context {
-            timezone: chrono_tz::UTC,
-            now: Utc::now(),
-            week_start_day: 0,
-            check_expression: |text| {
-                if text.contains(';') || text.to_lowercase().contains("select") {
-                    Err("not a single expression".into())
-                } else {
-                    Ok(())
-                }
-            },
-        }
+        crate::testing::context(chrono_tz::UTC, "2026-11-22T10:00:00Z", 0)
     }
 
     fn parsed(series: Value) -> Result<SeriesMath, Invalid> {

@@ -604,20 +604,11 @@ mod tests {
     use super::*;
 
     fn context(timezone: chrono_tz::Tz, week_start_day: u8) -> Context {
-        Context {
-            timezone,
-            now: DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z")
-                .map(|t| t.with_timezone(&Utc))
-                .unwrap_or_default(),
-            week_start_day,
-            check_expression: |_| Ok(()),
-        }
+        crate::testing::context(timezone, "2026-11-22T10:00:00Z", week_start_day)
     }
 
     fn utc(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .map(|t| t.with_timezone(&Utc))
-            .unwrap_or_default()
+        crate::testing::utc(text)
     }
 
     fn error_attr(node: Value) -> String {

@@ -1242,20 +1242,7 @@ mod tests {
     use super::*;
 
     fn context() -> Context {
-        Context {
-            timezone: chrono_tz::America::New_York,
-            now: DateTime::parse_from_rfc3339("2024-06-01T12:00:00Z")
-                .map(|now| now.with_timezone(&Utc))
-                .expect("now"),
-            week_start_day: 0,
-            check_expression: |text| {
-                if text.contains(';') {
-                    Err("not one expression".into())
-                } else {
-                    Ok(())
-                }
-            },
-        }
+        crate::testing::context(chrono_tz::America::New_York, "2024-06-01T12:00:00Z", 0)
     }
 
     fn node(extra: Value) -> Value {
