@@ -22,6 +22,17 @@ step just done) ends the attempt; an exclusion event while an
 attempt is between funnelFromStep and funnelToStep (within its window) spoils that attempt, and a
 person whose furthest attempt is spoiled is left out entirely.
 
+The other two views are checked the same way. Funnel trends (`funnelVizType: trends`): per
+interval of the project's time zone (UTC, then America/New_York across its DST change, with day,
+week and hour intervals), the people who opened an attempt there (a first-step event in it, any
+step in an unordered funnel) are evaluated on the attempts opened in that interval only, with the
+funnel cut after funnelToStep; the rate is round(to / from * 100, 2), 0 for intervals nobody
+entered, and every interval of the range is listed. Time to convert: the people who reached
+funnelToStep, their summed step times from funnelFromStep, binned as PostHog's UDF variant does
+(ceil(cbrt(n)) bins clamped to 1..60, or binCount clamped to 1..90; bins of width
+ceil((ceil(max) - floor(min)) / bins), 60 when that is 0, from floor(min); one bin more than
+`bins`), with the plain mean as the average.
+
 Run: `python tests/sdk/test_funnels_duckdb.py <analytics binary> [emulator endpoint]`.
 """
 import collections
@@ -34,6 +45,7 @@ import statistics
 import sys
 import threading
 import uuid
+import zoneinfo
 
 import duckdb
 
@@ -41,9 +53,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
 from test_query_duckdb import capture, drain, wait_until_visible  # noqa: E402
-from test_retention_duckdb import request  # noqa: E402
+from node_harness import request, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 BASE = datetime.datetime(2026, 11, 2, tzinfo=UTC)
 DATE_RANGE = {"date_from": "2026-11-01", "date_to": "2026-11-20"}
 RANGE_FROM_US = int(datetime.datetime(2026, 11, 1, tzinfo=UTC).timestamp()) * 1_000_000
@@ -160,11 +173,11 @@ def lowest_step(mask):
     return (mask & -mask).bit_length() - 1 if mask else 64
 
 
-def evaluate_ordered(events, count, window, strict):
+def evaluate_ordered(events, count, window, strict, may_start=None):
     """events: sorted [(t, steps, exclusions)]. Returns None (not in the funnel) or (reached, times)."""
     attempts = []
     for start_index, (start, steps, _) in enumerate(events):
-        if not steps & 1:
+        if not steps & 1 or (may_start and not may_start(start_index)):
             continue
         times, reached_at, spoiled = [start], [start_index], False
         for index in range(start_index + 1, len(events)):
@@ -192,10 +205,10 @@ def evaluate_ordered(events, count, window, strict):
     return reached, times
 
 
-def evaluate_unordered(events, count, window):
+def evaluate_unordered(events, count, window, may_start=None):
     best, best_reached = None, -1
     for anchor, (start, steps, _) in enumerate(events):
-        if not steps & ((1 << count) - 1):
+        if not steps & ((1 << count) - 1) or (may_start and not may_start(anchor)):
             continue
         claimed = []
         for step in range(count):
@@ -225,31 +238,38 @@ def window_seconds(node):
     return filters.get("funnelWindowInterval", 14) * unit[filters.get("funnelWindowIntervalUnit", "day")]
 
 
-def expected(rows, node):
-    """PostHog's steps result for `node` from DuckDB's rows (in the date range, by time)."""
-    filters = node.get("funnelsFilter") or {}
-    order = filters.get("funnelOrderType", "ordered")
-    count = len(node["series"])
-    window = window_seconds(node) * 1_000_000
-    breakdown = (node.get("breakdownFilter") or {}).get("breakdown")
-    limit = (node.get("breakdownFilter") or {}).get("breakdown_limit", 25)
-    last_touch = filters.get("breakdownAttributionType") == "last_touch"
-
+def person_events(rows, node):
+    """{person: [(t, step mask, exclusion mask, browser)]} sorted as the engine sorts them."""
+    order = (node.get("funnelsFilter") or {}).get("funnelOrderType", "ordered")
     per_person = collections.defaultdict(list)
     for row in rows:
         steps, exclusions = masks(row, node)
         if order != "strict" and not steps and not exclusions:
             continue
         per_person[row["person_id"]].append((row["t"], steps, exclusions, row["browser"]))
-
-    outcomes = []  # (breakdown value, reached, conversion seconds per step)
     for events in per_person.values():
         events.sort(key=lambda e: (e[0], lowest_step(e[1]), e[1], e[2]))
-        plain = [(t, s, x) for t, s, x, _ in events]
-        if order == "unordered":
-            result = evaluate_unordered(plain, count, window)
-        else:
-            result = evaluate_ordered(plain, count, window, order == "strict")
+    return per_person
+
+
+def evaluate(node, events, may_start=None):
+    """One person's (reached, step times) or None; `may_start(index)`: can that event open an attempt."""
+    filters = node.get("funnelsFilter") or {}
+    order = filters.get("funnelOrderType", "ordered")
+    count = len(node["series"])
+    window = window_seconds(node) * 1_000_000
+    plain = [(t, s, x) for t, s, x, _ in events]
+    if order == "unordered":
+        return evaluate_unordered(plain, count, window, may_start)
+    return evaluate_ordered(plain, count, window, order == "strict", may_start)
+
+
+def person_outcomes(rows, node):
+    """[(breakdown value, reached, conversion seconds per step)] of the people in the funnel."""
+    last_touch = (node.get("funnelsFilter") or {}).get("breakdownAttributionType") == "last_touch"
+    outcomes = []
+    for events in person_events(rows, node).values():
+        result = evaluate(node, events)
         if result is None:
             continue
         reached, times = result
@@ -257,6 +277,17 @@ def expected(rows, node):
         values = [e[3] for e in events if e[3] is not None]
         value = (values[-1] if last_touch else values[0]) if values else ""
         outcomes.append((value, reached, seconds))
+    return outcomes
+
+
+def expected(rows, node):
+    """PostHog's steps result for `node` from DuckDB's rows (in the date range, by time)."""
+    filters = node.get("funnelsFilter") or {}
+    order = filters.get("funnelOrderType", "ordered")
+    count = len(node["series"])
+    breakdown = (node.get("breakdownFilter") or {}).get("breakdown")
+    limit = (node.get("breakdownFilter") or {}).get("breakdown_limit", 25)
+    outcomes = person_outcomes(rows, node)
 
     def steps_of(group, label):
         result = []
@@ -298,6 +329,107 @@ def expected(rows, node):
     return results
 
 
+def local_time(micros, zone):
+    return (EPOCH + datetime.timedelta(microseconds=micros)).astimezone(zone)
+
+
+def bucket_of(micros, interval, zone):
+    """The start (an aware local datetime) of the interval bucket holding the instant."""
+    moment = local_time(micros, zone)
+    if interval == "hour":
+        # Whole-hour offsets: the local hour starts where the UTC hour does.
+        return moment.replace(minute=0, second=0, microsecond=0)
+    day = moment.date()
+    if interval == "week":  # weeks start on Sunday
+        day -= datetime.timedelta(days=(day.weekday() + 1) % 7)
+    return datetime.datetime(day.year, day.month, day.day, tzinfo=zone)
+
+
+def bucket_list(start_us, end_us, interval, zone):
+    """Every bucket from the one holding start_us through the one holding end_us."""
+    buckets, moment = [], bucket_of(start_us, interval, zone)
+    end = local_time(end_us, zone)
+    while moment <= end:
+        buckets.append(moment)
+        if interval == "hour":
+            moment = (moment.astimezone(UTC) + datetime.timedelta(hours=1)).astimezone(zone)
+        else:
+            day = moment.date() + datetime.timedelta(days=7 if interval == "week" else 1)
+            moment = datetime.datetime(day.year, day.month, day.day, tzinfo=zone)
+    return buckets
+
+
+def expected_trends(rows, node, zone, start_us, end_us):
+    """Funnel trends: per interval, the people who opened an attempt there (a step 0 event, any
+    step in an unordered funnel), evaluated on the attempts opened in that interval only (the
+    funnel cut after funnelToStep); the rate is round(reached to / reached from * 100, 2)."""
+    filters = node.get("funnelsFilter") or {}
+    interval = node.get("interval", "day")
+    count = len(node["series"])
+    from_step = filters.get("funnelFromStep") or 0
+    to_step = filters.get("funnelToStep") or count - 1
+    cut = {**node, "series": node["series"][:to_step + 1]}
+    opening = (1 << (to_step + 1)) - 1 if filters.get("funnelOrderType") == "unordered" else 1
+    reached = collections.defaultdict(lambda: [0, 0])
+    for events in person_events(rows, cut).values():
+        periods = {bucket_of(t, interval, zone) for t, steps, _, _ in events if steps & opening}
+        for period in periods:
+            result = evaluate(cut, events, lambda i: bucket_of(events[i][0], interval, zone) == period)
+            if result is None:
+                continue
+            if result[0] >= from_step:
+                reached[period][0] += 1
+            if result[0] >= to_step:
+                reached[period][1] += 1
+    buckets = bucket_list(start_us, end_us, interval, zone)
+    assert set(reached) <= set(buckets), "an attempt outside the buckets"
+    data = []
+    for bucket in buckets:
+        entered, converted = reached.get(bucket, (0, 0))
+        data.append(round(converted / entered * 100 * 100) / 100 if entered else 0.0)
+    day_format = "%Y-%m-%d %H:%M:%S" if interval == "hour" else "%Y-%m-%d"
+    return [{
+        "count": len(buckets),
+        "data": data,
+        "days": [bucket.strftime(day_format) for bucket in buckets],
+        "labels": [bucket.strftime("%-d-%b-%Y") for bucket in buckets],
+    }]
+
+
+def expected_time_to_convert(rows, node):
+    """Time to convert: the people who reached funnelToStep, their summed step times from
+    funnelFromStep; ceil(cbrt(n)) bins (1..60) unless binCount (1..90); bins of width
+    ceil((ceil(max) - floor(min)) / bins) (60 when 0) from floor(min), one more than `bins`."""
+    filters = node.get("funnelsFilter") or {}
+    count = len(node["series"])
+    from_step = filters.get("funnelFromStep") or 0
+    to_step = filters.get("funnelToStep") or count - 1
+    timings = []
+    for _, reached, seconds in person_outcomes(rows, node):
+        if reached >= to_step:
+            total = seconds[from_step]
+            for value in seconds[from_step + 1:to_step]:
+                total += value
+            timings.append(total)
+    if "binCount" in filters:
+        bins = min(90, max(1, filters["binCount"]))
+    else:
+        bins = 1
+        while bins < 60 and bins ** 3 < len(timings):
+            bins += 1
+    if not timings:
+        return {"average_conversion_time": None, "bins": [[0, 0], [60, 0]]}
+    low, high = math.floor(min(timings)), math.ceil(max(timings))
+    width = math.ceil((high - low) / bins) or 60
+    counts = [0] * (bins + 1)
+    for timing in timings:
+        counts[math.floor((timing - low) / width)] += 1
+    return {
+        "average_conversion_time": statistics.fmean(timings),
+        "bins": [[round(low + n * width), counts[n]] for n in range(bins + 1)],
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 
 PAGELEAVE = {"kind": "EventsNode", "event": "$pageleave"}
@@ -337,7 +469,63 @@ CASES = [
                           "breakdownFilter": {"breakdown": "$browser", "breakdown_limit": 3}}),
 ]
 
+HOUR_WINDOW = {"funnelWindowInterval": 1, "funnelWindowIntervalUnit": "hour"}
+
+# (name, node): funnelVizType trends, in UTC. The range starts on a day without events (Nov 1).
+TRENDS_CASES = [
+    ("trends, ordered, day, 1 hour", {"series": step_series(STEPS),
+                                      "funnelsFilter": {"funnelVizType": "trends", **HOUR_WINDOW}}),
+    ("trends, ordered, day, default window, 1 to 2", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "trends", "funnelFromStep": 1, "funnelToStep": 2}}),
+    ("trends, ordered, cut at step 1", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "trends", "funnelToStep": 1, **HOUR_WINDOW}}),
+    ("trends, strict, week", {"series": step_series(STEPS), "interval": "week", "funnelsFilter": {
+        "funnelVizType": "trends", "funnelOrderType": "strict", **HOUR_WINDOW}}),
+    ("trends, unordered, day", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "trends", "funnelOrderType": "unordered", **HOUR_WINDOW}}),
+    ("trends, exclusion 0 to 1", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "trends", **HOUR_WINDOW,
+        "exclusions": [{**PAGELEAVE, "funnelFromStep": 0, "funnelToStep": 1}]}}),
+    ("trends, hour, two days", {"series": step_series(STEPS), "interval": "hour",
+                                "dateRange": {"date_from": "2026-11-02T00:00:00", "date_to": "2026-11-03T23:59:59"},
+                                "funnelsFilter": {"funnelVizType": "trends", **HOUR_WINDOW}}),
+]
+
+# The same in America/New_York: its DST ends on 2026-11-01 (a 25-hour day, two 01:00 hours).
+NEW_YORK = "America/New_York"
+TRENDS_CASES_NEW_YORK = [
+    ("New York trends, ordered, day", {"series": step_series(STEPS),
+                                       "funnelsFilter": {"funnelVizType": "trends", **HOUR_WINDOW}}),
+    ("New York trends, unordered, day, 1 day", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "trends", "funnelOrderType": "unordered", "funnelWindowInterval": 1}}),
+    ("New York trends, hour over the DST change", {
+        "series": step_series(STEPS), "interval": "hour",
+        "dateRange": {"date_from": "2026-11-01T00:00:00", "date_to": "2026-11-02T23:59:59"},
+        "funnelsFilter": {"funnelVizType": "trends", **HOUR_WINDOW}}),
+]
+
+TIME_TO_CONVERT_CASES = [
+    ("time to convert, ordered, automatic bins", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "time_to_convert"}}),
+    ("time to convert, 0 to 1, 1 hour", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "time_to_convert", "funnelToStep": 1, **HOUR_WINDOW}}),
+    ("time to convert, 1 to 2, 7 bins", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "time_to_convert", "funnelFromStep": 1, "binCount": 7}}),
+    ("time to convert, strict, 200 bins (90)", {"series": step_series(STEPS), "funnelsFilter": {
+        "funnelVizType": "time_to_convert", "funnelOrderType": "strict", "binCount": 200, **HOUR_WINDOW}}),
+    ("time to convert, unordered, breakdown ignored", {
+        "series": step_series(STEPS), "breakdownFilter": {"breakdown": "$browser"},
+        "funnelsFilter": {"funnelVizType": "time_to_convert", "funnelOrderType": "unordered", **HOUR_WINDOW}}),
+    ("time to convert, nobody converts", {"series": step_series(["purchased", "$pageleave"]), "funnelsFilter": {
+        "funnelVizType": "time_to_convert", "funnelWindowInterval": 1, "funnelWindowIntervalUnit": "second"}}),
+]
+
 INVALID = [
+    ({"series": step_series(STEPS), "funnelsFilter": {"funnelVizType": "trends", "funnelToStep": 3}},
+     "funnelsFilter.funnelToStep"),
+    ({"series": step_series(STEPS), "funnelsFilter": {"funnelVizType": "time_to_convert", "funnelFromStep": 2}},
+     "funnelsFilter.funnelFromStep"),
+    ({"series": step_series(STEPS), "funnelsFilter": {"funnelVizType": "sideways"}}, "funnelsFilter.funnelVizType"),
     ({"series": step_series(["$pageview"])}, "series"),
     ({"series": step_series(STEPS), "funnelsFilter": {"funnelWindowIntervalUnit": "fortnight"}},
      "funnelsFilter.funnelWindowIntervalUnit"),
@@ -369,6 +557,30 @@ def describe(results):
     return one(results)
 
 
+VIEW_CASES = TRENDS_CASES + TRENDS_CASES_NEW_YORK + TIME_TO_CONVERT_CASES
+
+
+def range_micros(date_range, interval, zone):
+    """The instants (µs) a dateRange of absolute dates covers in `zone`: from the start of
+    date_from's day (hour for the hour interval); to the end of date_to's day, or date_to itself
+    for the hour interval (an absolute date_to is not rounded up there)."""
+    def local(text):
+        moment = datetime.datetime.fromisoformat(text)
+        return moment.replace(tzinfo=zone) if moment.tzinfo is None else moment
+    start, end = local(date_range["date_from"]), local(date_range["date_to"])
+    if interval == "hour":
+        start = start.replace(minute=0, second=0, microsecond=0)
+    else:
+        start = start.replace(hour=0, minute=0, second=0, microsecond=0)
+        day = end.date() + datetime.timedelta(days=1)
+        end = datetime.datetime(day.year, day.month, day.day, tzinfo=zone) - datetime.timedelta(microseconds=1)
+
+    def micros(moment):
+        delta = moment.astimezone(UTC) - EPOCH
+        return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return micros(start), micros(end)
+
+
 def run_query(server, node):
     query = {"kind": "FunnelsQuery", "dateRange": DATE_RANGE, **node}
     return request(server, "POST", f"/api/projects/{server.project_id}/query/",
@@ -388,25 +600,44 @@ def check(backend, events):
         connection.execute("SET TimeZone = 'UTC'")
         connection.register("events", table)
         # A property is NULL when missing, JSON null or "".
-        rows = [
+        all_rows = [
             {"person_id": person, "event": event, "t": t, "browser": browser}
             for person, event, t, browser in connection.execute(
                 "select person_id, event, epoch_us(timestamp), "
                 "nullif(json_extract_string(properties, '$.\"$browser\"'), '') "
-                "from events where epoch_us(timestamp) between ? and ? order by person_id, timestamp",
-                [RANGE_FROM_US, RANGE_TO_US]).fetchall()
+                "from events order by person_id, timestamp").fetchall()
         ]
+        rows = [row for row in all_rows if RANGE_FROM_US <= row["t"] <= RANGE_TO_US]
         failures = []
-        for name, node in CASES:
-            want = expected(rows, node)
+
+        def compare(name, node, want, show=describe):
             status, body = run_query(server, node)
             if status != 200:
                 failures.append(f"{name}: HTTP {status}: {json.dumps(body)}")
-                continue
+                return
             ours = body.get("results")
             if not close(ours, want):
                 failures.append(f"{name}: results differ\n  node: {json.dumps(node)}\n"
-                                f"  ours:\n      {describe(ours or [])}\n  DuckDB's:\n      {describe(want)}")
+                                f"  ours:\n      {show(ours or [])}\n  DuckDB's:\n      {show(want)}")
+
+        for name, node in CASES:
+            compare(name, node, expected(rows, node))
+        for name, node in TIME_TO_CONVERT_CASES:
+            compare(name, node, expected_time_to_convert(rows, node), json.dumps)
+
+        def trends_cases(cases, zone):
+            for name, node in cases:
+                date_range = node.get("dateRange", DATE_RANGE)
+                start_us, end_us = range_micros(date_range, node.get("interval", "day"), zone)
+                in_range = [row for row in all_rows if start_us <= row["t"] <= end_us]
+                want = expected_trends(in_range, node, zone, start_us, end_us)
+                compare(name, node, want, json.dumps)
+                if node.get("interval") != "week" and (not any(want[0]["data"]) or all(want[0]["data"])):
+                    failures.append(f"{name}: the case should have both empty and non-empty intervals")
+
+        trends_cases(TRENDS_CASES, UTC)
+        set_timezone(server, NEW_YORK)
+        trends_cases(TRENDS_CASES_NEW_YORK, zoneinfo.ZoneInfo(NEW_YORK))
         for node, attr in INVALID:
             status, body = run_query(server, node)
             if status != 400 or (body or {}).get("attr") not in (attr, f"query.{attr}"):
@@ -416,8 +647,9 @@ def check(backend, events):
         if failures:
             if logs:
                 print(f"{backend}: the server's last log lines:\n" + "".join(logs))
-            raise AssertionError(f"{len(failures)} of {len(CASES) + len(INVALID)} checks failed")
-        print(f"{backend}: {len(CASES)} funnels match the per-person evaluation of DuckDB's rows, "
+            raise AssertionError(f"{len(failures)} of {len(CASES) + len(VIEW_CASES) + len(INVALID)} checks failed")
+        print(f"{backend}: {len(CASES)} funnels, {len(TRENDS_CASES) + len(TRENDS_CASES_NEW_YORK)} funnel trends "
+              f"and {len(TIME_TO_CONVERT_CASES)} times to convert match the per-person evaluation of DuckDB's rows, "
               f"and {len(INVALID)} invalid nodes are 400s")
     finally:
         server.stop()

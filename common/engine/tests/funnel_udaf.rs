@@ -85,3 +85,28 @@ async fn outer_aggregation_over_the_result() {
         vec![vec![json!(3), json!(2), json!(15.0), json!(15.0)]]
     );
 }
+
+#[tokio::test]
+async fn flagged_events_do_not_open_attempts() {
+    // Bit 62 of the step mask: the event counts for its steps but cannot start an attempt.
+    let flag = 1i64 << 62;
+    let data = rows(&[
+        // a: the flagged step 0 at 50 s does not restart the clock.
+        ("a", 0, 1, 0),
+        ("a", 50, 1 + flag, 0),
+        ("a", 60, 2, 0),
+        // b: only a flagged step 0: not in the funnel.
+        ("b", 0, 1 + flag, 0),
+        ("b", 10, 2, 0),
+    ]);
+    let text = format!(
+        "SELECT actor, aggregateFunnel(2, 100, 'ordered', t, steps, exclusions) AS r FROM ({data}) GROUP BY actor ORDER BY actor LIMIT 100"
+    );
+    assert_eq!(
+        run(&text).await,
+        vec![
+            vec![json!("a"), json!([1.0, 60.0])],
+            vec![json!("b"), Value::Null],
+        ]
+    );
+}

@@ -13,10 +13,16 @@
 //! - A breakdown takes the actor's first (`first_touch`) or last (`last_touch`) non-null value of
 //!   the property over their funnel events (`''` when none); the `breakdown_limit` (25) values
 //!   with the most conversions are kept, the rest summed as "Other".
+//!
+//! `funnelsFilter.funnelVizType` picks the view: `steps` (the above), `trends` (conversion rate
+//! per interval of the attempts' start) or `time_to_convert` (a histogram of conversion times);
+//! the notes before `compile_trends` and `compile_time_to_convert` say how each follows PostHog.
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use serde_json::{Map, Value, json};
 
-use crate::date_range::{self, Interval};
+use crate::date_range::{self, Interval, Range};
 use crate::{Compiled, Context, Invalid, Table, filters, sql_text};
 
 /// The engine's bit masks hold 63 steps; PostHog's UI stops well before this.
@@ -67,6 +73,14 @@ struct Breakdown {
     limit: u64,
 }
 
+/// `funnelsFilter.funnelVizType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Viz {
+    Steps,
+    Trends,
+    TimeToConvert,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 struct Funnel {
     steps: Vec<Step>,
@@ -77,10 +91,24 @@ struct Funnel {
     /// Conditions every event must meet (date range, node properties).
     scope: String,
     breakdown: Option<Breakdown>,
+    viz: Viz,
+    /// `funnelFromStep` / `funnelToStep` (0-based; default the first and the last step): the
+    /// conversion the trends and time to convert views measure.
+    from_step: usize,
+    to_step: usize,
+    /// `binCount`, clamped to 1..=90 as PostHog does; `None` picks it from the sample count.
+    bin_count: Option<i64>,
+    interval: Interval,
+    range: Range,
 }
 
 pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
     let funnel = parse(node, ctx)?;
+    match funnel.viz {
+        Viz::Steps => {}
+        Viz::Trends => return compile_trends(&funnel, ctx),
+        Viz::TimeToConvert => return Ok(compile_time_to_convert(&funnel)),
+    }
     let query = steps_query(&funnel);
     let steps = funnel.steps.clone();
     let order = funnel.order;
@@ -233,19 +261,26 @@ fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
             ));
         }
     };
-    match text(
+    let viz = match text(
         funnels_filter,
         "funnelVizType",
         "funnelsFilter.funnelVizType",
     )? {
-        None | Some("steps") => {}
+        None | Some("steps") => Viz::Steps,
+        Some("trends") => Viz::Trends,
+        Some("time_to_convert") => Viz::TimeToConvert,
         Some(other) => {
             return Err(Invalid::new(
                 "funnelsFilter.funnelVizType",
-                format!("The funnel visualization '{other}' is not supported yet: use steps."),
+                format!(
+                    "Unknown funnel visualization '{other}': use steps, trends or time_to_convert."
+                ),
             ));
         }
-    }
+    };
+    let (from_step, to_step) = parse_step_range(funnels_filter, series.len())?;
+    let bin_count = integer(funnels_filter, "binCount", "funnelsFilter.binCount")?
+        .map(|count| count.clamp(1, 90));
     let window = integer(
         funnels_filter,
         "funnelWindowInterval",
@@ -330,6 +365,12 @@ fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
     }
 
     let breakdown = parse_breakdown(node, funnels_filter)?;
+    if viz == Viz::Trends && breakdown.is_some() {
+        return Err(Invalid::new(
+            "breakdownFilter.breakdown",
+            "Breakdowns of funnel trends are not supported yet: use the steps view.",
+        ));
+    }
     Ok(Funnel {
         steps,
         exclusions,
@@ -338,7 +379,55 @@ fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
         actor,
         scope: scope.join(" AND "),
         breakdown,
+        viz,
+        from_step,
+        to_step,
+        bin_count,
+        interval,
+        range,
     })
+}
+
+/// `funnelFromStep` and `funnelToStep`, checked as PostHog's `ValidateFunnelStepRange`: from in
+/// `0..=n-2`, to in `1..=n-1`, from before to.
+fn parse_step_range(
+    funnels_filter: Option<&Map<String, Value>>,
+    steps: usize,
+) -> Result<(usize, usize), Invalid> {
+    let last = steps as i64 - 1;
+    let from = integer(
+        funnels_filter,
+        "funnelFromStep",
+        "funnelsFilter.funnelFromStep",
+    )?;
+    let to = integer(funnels_filter, "funnelToStep", "funnelsFilter.funnelToStep")?;
+    if let Some(from) = from
+        && !(0..last).contains(&from)
+    {
+        return Err(Invalid::new(
+            "funnelsFilter.funnelFromStep",
+            format!(
+                "funnelFromStep is out of bounds. It must be between 0 and {}.",
+                last - 1
+            ),
+        ));
+    }
+    if let Some(to) = to
+        && !(1..=last).contains(&to)
+    {
+        return Err(Invalid::new(
+            "funnelsFilter.funnelToStep",
+            format!("funnelToStep is out of bounds. It must be between 1 and {last}."),
+        ));
+    }
+    let (from, to) = (from.unwrap_or(0), to.unwrap_or(last));
+    if from >= to {
+        return Err(Invalid::new(
+            "funnelsFilter.funnelToStep",
+            "Funnel step range is invalid. funnelToStep should be greater than funnelFromStep.",
+        ));
+    }
+    Ok((from as usize, to as usize))
 }
 
 fn parse_exclusions(
@@ -514,23 +603,21 @@ fn exclusion_mask(funnel: &Funnel) -> String {
 }
 
 /// The per-actor query: `reached`, `time_1`..`time_{n-1}` and, with a breakdown, `breakdown`.
-fn actors_query(funnel: &Funnel) -> String {
-    let count = funnel.steps.len();
-    let step_mask = bit_mask(
+/// The step mask: bit `i` when the event is step `i`.
+fn step_mask(funnel: &Funnel) -> String {
+    bit_mask(
         &funnel
             .steps
             .iter()
             .map(|step| Some(step.condition.clone()))
             .collect::<Vec<_>>(),
-    );
-    let aggregate = format!(
-        "aggregateFunnel({count}, {}, {}, timestamp, {step_mask}, {})",
-        funnel.window_seconds,
-        sql_text::string(funnel.order.name()),
-        exclusion_mask(funnel)
-    );
+    )
+}
+
+/// The conditions of the events a funnel reads: the scope and, unless strict (where every
+/// event of the actor counts, as any other event breaks a sequence), a step or an exclusion.
+fn event_conditions(funnel: &Funnel) -> String {
     let mut conditions = vec![funnel.scope.clone()];
-    // Strict funnels need every event of the actor: any other event breaks a sequence.
     if funnel.order != Order::Strict {
         let relevant: Vec<&str> = funnel
             .steps
@@ -542,6 +629,18 @@ fn actors_query(funnel: &Funnel) -> String {
             conditions.push(format!("({})", relevant.join(" OR ")));
         }
     }
+    conditions.join(" AND ")
+}
+
+fn actors_query(funnel: &Funnel) -> String {
+    let count = funnel.steps.len();
+    let aggregate = format!(
+        "aggregateFunnel({count}, {}, {}, timestamp, {}, {})",
+        funnel.window_seconds,
+        sql_text::string(funnel.order.name()),
+        step_mask(funnel),
+        exclusion_mask(funnel)
+    );
     let breakdown = match &funnel.breakdown {
         Some(breakdown) => {
             let pick = if breakdown.last_touch {
@@ -569,7 +668,7 @@ fn actors_query(funnel: &Funnel) -> String {
          SELECT {actor} AS actor, {aggregate} AS funnel{breakdown} FROM events WHERE {where_clause} GROUP BY actor\
          ) WHERE funnel IS NOT NULL",
         actor = funnel.actor,
-        where_clause = conditions.join(" AND "),
+        where_clause = event_conditions(funnel),
     )
 }
 
@@ -619,6 +718,259 @@ fn steps_query(funnel: &Funnel) -> String {
         other = limit + 1,
         rows = limit + 1,
     )
+}
+
+// ---------------------------------------------------------------------------------------------
+// funnelVizType: "trends".
+//
+// As PostHog's `FunnelTrendsUDF` (`funnel_trends_udf.py` with the `aggregate_funnel_trends` UDF):
+// - The funnel is cut after `funnelToStep` (PostHog overrides `max_steps` with `funnelToStep + 1`).
+// - An actor enters an interval (the project-time-zone bucket of `interval`, default day) with
+//   an attempt's first event there: a step 0 event, or any step event in an unordered funnel.
+//   Each actor counts at most once per interval they entered in, and may count in several:
+//   the attempts opened in an interval are evaluated on their own (the engine's `NO_START` flag
+//   keeps other intervals' first events from opening one), and the furthest of them decides.
+// - `reached_from_step_count` per interval: actors whose attempt reached `funnelFromStep`;
+//   `reached_to_step_count`: those that reached `funnelToStep`. The rate is
+//   `round(to / from * 100, 2)` (ClickHouse rounds half to even), 0 when no one reached from.
+// - Every interval of the date range is listed (zero-filled). The response, as
+//   `FunnelTrends._format_single_summary`: `[{count: intervals, data: rates, days, labels}]`,
+//   `days` as `%Y-%m-%d` (with ` %H:%M:%S` for the hour interval), `labels` as `%-d-%b-%Y`. The
+//   per-interval counts are not part of it (PostHog only keeps them when `just_summarize`).
+// - Exclusions work as in the steps view, per interval: an interval whose furthest attempt was
+//   excluded does not count (PostHog's UDF drops an actor's unconverted intervals when any of
+//   them was excluded after reaching a later step; the difference is confined to exclusions).
+
+/// The first query of `date_from: all`: the earliest event, where the intervals start (as
+/// PostHog's `get_earliest_timestamp`).
+const EARLIEST_QUERY: &str = "SELECT min(timestamp) AS earliest FROM events LIMIT 1";
+
+fn compile_trends(funnel: &Funnel, ctx: &Context) -> Result<Compiled, Invalid> {
+    let interval = funnel.interval;
+    let from_all = funnel.range.from_all();
+    let buckets = if from_all {
+        None
+    } else {
+        Some(funnel.range.buckets(interval, ctx, "interval")?)
+    };
+    let rows = buckets.as_ref().map_or(date_range::MAX_BUCKETS, Vec::len) + 1;
+    let mut queries = Vec::new();
+    if from_all {
+        queries.push(EARLIEST_QUERY.to_owned());
+    }
+    queries.push(trends_query(funnel, ctx, rows));
+    let range = funnel.range;
+    let ctx = ctx.clone();
+    Ok(Compiled::new(queries, move |tables| {
+        let mut tables = tables.into_iter();
+        let buckets = match buckets {
+            Some(buckets) => buckets,
+            None => {
+                let earliest = tables
+                    .next()
+                    .and_then(|table| table.rows.into_iter().next())
+                    .and_then(|row| row.into_iter().next())
+                    .and_then(|cell| date_range::parse_engine_time(&cell, &ctx))
+                    .map(|moment| moment.with_timezone(&Utc));
+                Range {
+                    from: earliest.unwrap_or(range.to).min(range.to),
+                    to: range.to,
+                }
+                .buckets(interval, &ctx, "interval")?
+            }
+        };
+        let table = tables.next().unwrap_or_default();
+        Ok(json!({
+            "results": assemble_trends(&table, &buckets, interval, &ctx),
+            "isUdf": true,
+        }))
+    }))
+}
+
+/// Rows `(period, reached_from, reached_to)`, one per interval some actor entered in.
+fn trends_query(funnel: &Funnel, ctx: &Context, rows: usize) -> String {
+    // Cut after funnelToStep; the exclusion mask then only covers the stretches kept.
+    let mut cut = funnel.clone();
+    cut.steps.truncate(funnel.to_step + 1);
+    let count = cut.steps.len();
+    let opens = if cut.order == Order::Unordered {
+        let any: Vec<&str> = cut.steps.iter().map(|s| s.condition.as_str()).collect();
+        format!("({})", any.join(" OR "))
+    } else {
+        cut.steps[0].condition.clone()
+    };
+    let no_start = 1u64 << 62;
+    format!(
+        "WITH funnel_events AS (\
+         SELECT {actor} AS actor, timestamp, {steps} AS steps, {exclusions} AS exclusions, \
+         {opens} AS opens, {period} AS period FROM events WHERE {where_clause}), \
+         entries AS (\
+         SELECT actor, period, min(timestamp) AS first_start, max(timestamp) AS last_start \
+         FROM funnel_events WHERE opens GROUP BY actor, period) \
+         SELECT period, countIf(reached >= {from}) AS reached_from, countIf(reached >= {to}) AS reached_to FROM (\
+         SELECT period, arrayElement(funnel, 1) AS reached FROM (\
+         SELECT entries.actor AS actor, entries.period AS period, \
+         aggregateFunnel({count}, {window}, {order}, funnel_events.timestamp, \
+         funnel_events.steps + if(funnel_events.period = entries.period, 0, {no_start}), \
+         funnel_events.exclusions) AS funnel \
+         FROM entries JOIN funnel_events ON entries.actor = funnel_events.actor \
+         WHERE funnel_events.timestamp >= entries.first_start \
+         AND funnel_events.timestamp <= entries.last_start + toIntervalSecond({window}) \
+         GROUP BY entries.actor, entries.period) WHERE funnel IS NOT NULL) \
+         GROUP BY period ORDER BY period LIMIT {rows}",
+        actor = cut.actor,
+        steps = step_mask(&cut),
+        exclusions = exclusion_mask(&cut),
+        period = funnel.interval.bucket_sql("timestamp", ctx),
+        where_clause = event_conditions(&cut),
+        from = funnel.from_step,
+        to = funnel.to_step,
+        window = cut.window_seconds,
+        order = sql_text::string(cut.order.name()),
+    )
+}
+
+/// `round(x, 2)` of a ClickHouse float: scaled, rounded half to even, scaled back.
+fn round_2(value: f64) -> f64 {
+    (value * 100.0).round_ties_even() / 100.0
+}
+
+fn assemble_trends(
+    table: &Table,
+    buckets: &[DateTime<Tz>],
+    interval: Interval,
+    ctx: &Context,
+) -> Value {
+    let index_of: std::collections::HashMap<DateTime<Utc>, usize> = buckets
+        .iter()
+        .enumerate()
+        .map(|(index, start)| (start.with_timezone(&Utc), index))
+        .collect();
+    let mut reached = vec![(0u64, 0u64); buckets.len()];
+    for row in &table.rows {
+        let index = row
+            .first()
+            .and_then(|cell| date_range::parse_engine_time(cell, ctx))
+            .map(|moment| date_range::bucket_start(moment.with_timezone(&Utc), interval, ctx))
+            .and_then(|start| index_of.get(&start.with_timezone(&Utc)).copied());
+        if let Some(index) = index {
+            reached[index].0 += count(row.get(1));
+            reached[index].1 += count(row.get(2));
+        }
+    }
+    let data: Vec<f64> = reached
+        .iter()
+        .map(|&(from, to)| {
+            if from > 0 {
+                round_2(to as f64 / from as f64 * 100.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    // PostHog's strftime formats: the time only for the hour interval, never in labels.
+    let day_format = if interval == Interval::Hour {
+        "%Y-%m-%d %H:%M:%S"
+    } else {
+        "%Y-%m-%d"
+    };
+    let days: Vec<String> = buckets
+        .iter()
+        .map(|start| start.format(day_format).to_string())
+        .collect();
+    let labels: Vec<String> = buckets
+        .iter()
+        .map(|start| start.format("%-d-%b-%Y").to_string())
+        .collect();
+    json!([{
+        "count": buckets.len(),
+        "data": data,
+        "days": days,
+        "labels": labels,
+    }])
+}
+
+// ---------------------------------------------------------------------------------------------
+// funnelVizType: "time_to_convert".
+//
+// As PostHog's `FunnelTimeToConvertUDF` (`funnel_time_to_convert_udf.py`), over the steps view's
+// per-actor outcome (the full funnel, breakdown ignored):
+// - An actor's time is the sum of their step-to-step times from `funnelFromStep` to
+//   `funnelToStep` (`arraySum(arraySlice(timings, from + 1, to - from))`), for actors who reached
+//   `funnelToStep`. Zero times count here (unlike the steps view's averages).
+// - `bin_count`: `binCount` clamped to 1..=90, else `least(60, greatest(1, ceil(cbrt(samples))))`.
+// - `min = floor(min time)`, `max = ceil(max time)`, `width = ceil((max - min) / bin_count)`, or 60
+//   when that is 0. Bin `n` starts at `round(min + n * width)` for `n` in `0..=bin_count` (one
+//   more bin than `bin_count`, as PostHog's `range(0, bin_count + 1)`); a time falls in bin
+//   `floor((time - min) / width)`.
+// - `average_conversion_time`: the plain mean of the times (`arrayAvg`), null without samples;
+//   then the bins are `[[0, 0], [60, 0]]` (min and max 0, one bin, the 60 s fallback width).
+
+/// `ceil(cbrt(samples))` clamped to 1..=60, in exact integer arithmetic: 1 plus the number of
+/// `k` in 1..=59 with `k³ < samples`.
+fn auto_bin_count_sql(samples: &str) -> String {
+    let mut terms = vec!["1".to_owned()];
+    terms.extend((1..60i64).map(|k| format!("if({samples} > {}, 1, 0)", k * k * k)));
+    terms.join(" + ")
+}
+
+fn compile_time_to_convert(funnel: &Funnel) -> Compiled {
+    let mut whole = funnel.clone();
+    whole.breakdown = None;
+    let actors = actors_query(&whole);
+    let time: Vec<String> = (funnel.from_step + 1..=funnel.to_step)
+        .map(|step| format!("time_{step}"))
+        .collect();
+    let bins = funnel
+        .bin_count
+        .map_or_else(|| auto_bin_count_sql("samples"), |count| count.to_string());
+    let query = format!(
+        "WITH timings AS (SELECT {time} AS timing FROM ({actors}) WHERE reached >= {to}), \
+         params AS (SELECT count() AS samples, floor(min(timing)) AS low, ceil(max(timing)) AS high, \
+         avg(timing) AS average FROM timings), \
+         shape AS (SELECT samples, low, average, {bins} AS bins, \
+         if(ceil((high - low) / ({bins})) > 0, ceil((high - low) / ({bins})), 60) AS width FROM params) \
+         SELECT floor((timing - shape.low) / shape.width) AS bin, count() AS actors, \
+         shape.low AS low, shape.width AS width, shape.bins AS bins, shape.average AS average \
+         FROM timings CROSS JOIN shape \
+         GROUP BY bin, low, width, bins, average ORDER BY bin LIMIT 100",
+        time = time.join(" + "),
+        to = funnel.to_step,
+    );
+    Compiled::new(vec![query], move |tables| {
+        let table = tables.into_iter().next().unwrap_or_default();
+        Ok(json!({
+            "results": assemble_time_to_convert(&table),
+            "isUdf": true,
+        }))
+    })
+}
+
+fn assemble_time_to_convert(table: &Table) -> Value {
+    let Some(first) = table.rows.first() else {
+        return json!({"average_conversion_time": null, "bins": [[0, 0], [60, 0]]});
+    };
+    let low = number(first.get(2)).unwrap_or(0.0);
+    let width = number(first.get(3)).filter(|w| *w > 0.0).unwrap_or(60.0);
+    // At most 90 bins (a custom count is clamped to 90, an automatic one to 60).
+    let bin_count = count(first.get(4)).clamp(1, 90) as usize;
+    let mut counts = vec![0u64; bin_count + 1];
+    for row in &table.rows {
+        if let Some(bin) = number(row.first()).filter(|bin| *bin >= 0.0)
+            && let Some(slot) = counts.get_mut(bin as usize)
+        {
+            *slot += count(row.get(1));
+        }
+    }
+    let bins: Vec<Value> = counts
+        .iter()
+        .enumerate()
+        .map(|(n, actors)| json!([(low + n as f64 * width).round() as i64, actors]))
+        .collect();
+    json!({
+        "average_conversion_time": seconds(first.get(5)),
+        "bins": bins,
+    })
 }
 
 fn number(value: Option<&Value>) -> Option<f64> {
@@ -732,24 +1084,9 @@ fn assemble(table: &Table, steps: &[Step], order: Order, breakdown: Option<&Brea
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
 
     fn ctx() -> Context {
-        Context {
-            timezone: chrono_tz::UTC,
-            now: chrono::Utc
-                .with_ymd_and_hms(2024, 1, 10, 12, 0, 0)
-                .single()
-                .unwrap_or_default(),
-            week_start_day: 0,
-            check_expression: |text| {
-                if text.contains(';') || text.to_lowercase().contains("select") {
-                    Err("not one expression".into())
-                } else {
-                    Ok(())
-                }
-            },
-        }
+        crate::testing::context(chrono_tz::UTC, "2024-01-10T12:00:00Z", 0)
     }
 
     fn node(extra: Value) -> Value {
@@ -836,6 +1173,203 @@ mod tests {
             ]})))
             .attr,
             "series[1].kind"
+        );
+    }
+
+    #[test]
+    fn invalid_views_name_the_field() {
+        let three = json!({"series": [
+            {"kind": "EventsNode", "event": "a"},
+            {"kind": "EventsNode", "event": "b"},
+            {"kind": "EventsNode", "event": "c"}
+        ]});
+        let with = |extra: Value| {
+            let mut node = node(three.clone());
+            if let (Some(target), Value::Object(extra)) = (node.as_object_mut(), extra) {
+                target.extend(extra);
+            }
+            node
+        };
+        let cases = [
+            (
+                json!({"funnelsFilter": {"funnelVizType": "sideways"}}),
+                "funnelsFilter.funnelVizType",
+            ),
+            (
+                json!({"funnelsFilter": {"funnelVizType": "trends", "funnelToStep": 0}}),
+                "funnelsFilter.funnelToStep",
+            ),
+            (
+                json!({"funnelsFilter": {"funnelVizType": "trends", "funnelToStep": 3}}),
+                "funnelsFilter.funnelToStep",
+            ),
+            (
+                json!({"funnelsFilter": {"funnelFromStep": 2}}),
+                "funnelsFilter.funnelFromStep",
+            ),
+            (
+                json!({"funnelsFilter": {"funnelFromStep": 1, "funnelToStep": 1}}),
+                "funnelsFilter.funnelToStep",
+            ),
+            (
+                json!({"funnelsFilter": {"funnelVizType": "time_to_convert", "binCount": "many"}}),
+                "funnelsFilter.binCount",
+            ),
+            (
+                json!({"funnelsFilter": {"funnelVizType": "trends"}, "breakdownFilter": {"breakdown": "$browser"}}),
+                "breakdownFilter.breakdown",
+            ),
+            (
+                json!({"funnelsFilter": {"funnelVizType": "trends"}, "interval": "fortnight"}),
+                "interval",
+            ),
+        ];
+        for (extra, attr) in cases {
+            assert_eq!(error(&with(extra.clone())).attr, attr, "{extra}");
+        }
+    }
+
+    #[test]
+    fn trends_cut_the_funnel_and_bucket_entries() {
+        let compiled = compile(
+            &node(json!({
+                "series": [
+                    {"kind": "EventsNode", "event": "a"},
+                    {"kind": "EventsNode", "event": "b"},
+                    {"kind": "EventsNode", "event": "c"}
+                ],
+                "funnelsFilter": {"funnelVizType": "trends", "funnelToStep": 1},
+            })),
+            &ctx(),
+        )
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        assert_eq!(compiled.queries.len(), 1);
+        let query = &compiled.queries[0];
+        assert!(
+            query.contains("aggregateFunnel(2, 1209600, 'ordered'"),
+            "{query}"
+        );
+        assert!(!query.contains("'c'"), "{query}");
+        assert!(
+            query.contains("toStartOfDay(toTimeZone(timestamp, 'UTC')) AS period"),
+            "{query}"
+        );
+        assert!(
+            query.contains("if(funnel_events.period = entries.period, 0, 4611686018427387904)")
+        );
+        assert!(query.contains(
+            "countIf(reached >= 0) AS reached_from, countIf(reached >= 1) AS reached_to"
+        ));
+        assert!(query.ends_with("LIMIT 10"), "{query}");
+
+        let table = Table {
+            rows: vec![
+                vec![json!("2024-01-02T00:00:00Z"), json!(3), json!(1)],
+                vec![json!("2024-01-05 00:00:00"), json!(8), json!(8)],
+                vec![json!("2024-01-06 00:00:00"), json!(0), json!(0)],
+            ],
+            ..Default::default()
+        };
+        let response = compiled
+            .assemble(vec![table])
+            .unwrap_or_else(|error| panic!("{error:?}"));
+        assert_eq!(
+            response["results"],
+            json!([{
+                "count": 9,
+                "data": [0.0, 33.33, 0.0, 0.0, 100.0, 0.0, 0.0, 0.0, 0.0],
+                "days": ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05",
+                         "2024-01-06", "2024-01-07", "2024-01-08", "2024-01-09"],
+                "labels": ["1-Jan-2024", "2-Jan-2024", "3-Jan-2024", "4-Jan-2024", "5-Jan-2024",
+                           "6-Jan-2024", "7-Jan-2024", "8-Jan-2024", "9-Jan-2024"],
+            }])
+        );
+        assert_eq!(round_2(2.0 / 3.0 * 100.0), 66.67);
+        assert_eq!(round_2(0.125), 0.12);
+    }
+
+    #[test]
+    fn trends_of_all_time_start_at_the_earliest_event() {
+        let compiled = compile(
+            &node(json!({
+                "funnelsFilter": {"funnelVizType": "trends"},
+                "interval": "hour",
+                "dateRange": {"date_from": "all", "date_to": "2024-01-01T02:30:00", "explicitDate": true},
+            })),
+            &ctx(),
+        )
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        assert_eq!(compiled.queries[0], EARLIEST_QUERY);
+        let earliest = Table {
+            rows: vec![vec![json!("2024-01-01T00:10:00Z")]],
+            ..Default::default()
+        };
+        let response = compiled
+            .assemble(vec![earliest, Table::default()])
+            .unwrap_or_else(|error| panic!("{error:?}"));
+        assert_eq!(response["results"][0]["count"], json!(3));
+        assert_eq!(
+            response["results"][0]["days"][2],
+            json!("2024-01-01 02:00:00")
+        );
+        assert_eq!(response["results"][0]["labels"][2], json!("1-Jan-2024"));
+    }
+
+    #[test]
+    fn time_to_convert_bins_as_posthog() {
+        // PostHog's test_auto_bin_count_single_step: times 3600, 2220 and 82800 s, 2 bins.
+        let compiled = compile(
+            &node(json!({"funnelsFilter": {"funnelVizType": "time_to_convert"}})),
+            &ctx(),
+        )
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        let query = &compiled.queries[0];
+        assert!(query.contains("SELECT time_1 AS timing FROM"), "{query}");
+        assert!(query.contains("WHERE reached >= 1"), "{query}");
+        assert!(query.contains("if(samples > 205379, 1, 0)"), "{query}");
+        let table = Table {
+            rows: vec![
+                vec![
+                    json!(0.0),
+                    json!(2),
+                    json!(2220.0),
+                    json!(40290.0),
+                    json!(2),
+                    json!(29540.0),
+                ],
+                vec![
+                    json!(2.0),
+                    json!(1),
+                    json!(2220.0),
+                    json!(40290.0),
+                    json!(2),
+                    json!(29540.0),
+                ],
+            ],
+            ..Default::default()
+        };
+        let response = compiled
+            .assemble(vec![table])
+            .unwrap_or_else(|error| panic!("{error:?}"));
+        assert_eq!(
+            response["results"],
+            json!({"average_conversion_time": 29540.0, "bins": [[2220, 2], [42510, 0], [82800, 1]]})
+        );
+        let custom = compile(
+            &node(json!({"funnelsFilter": {"funnelVizType": "time_to_convert", "binCount": 500}})),
+            &ctx(),
+        )
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        assert!(
+            custom.queries[0].contains("90 AS bins"),
+            "{}",
+            custom.queries[0]
+        );
+        assert_eq!(
+            custom
+                .assemble(vec![Table::default()])
+                .unwrap_or_else(|error| panic!("{error:?}"))["results"],
+            json!({"average_conversion_time": null, "bins": [[0, 0], [60, 0]]})
         );
     }
 

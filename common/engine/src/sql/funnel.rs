@@ -1,12 +1,16 @@
 //! `aggregateFunnel(steps, window_seconds, order, timestamp, step_mask, exclusion_mask)`: the
 //! per-actor funnel aggregate (PostHog runs the same computation as its `aggregate_funnel` UDF).
 //!
-//! - `steps` (constant, 1..=63): how many steps the funnel has.
+//! - `steps` (constant, 1..=62): how many steps the funnel has.
 //! - `window_seconds` (constant): the conversion window. A step counts when it happens at most
 //!   this long after the attempt's first step (inclusive: exactly at the edge counts, one
 //!   microsecond past it does not), as PostHog's UDF compares `t - start <= window`.
 //! - `order` (constant): `'ordered'`, `'strict'` or `'unordered'`.
 //! - `step_mask`: bit `i` set when the event matches step `i` (an event may match several).
+//!   Bit 62 ([`NO_START`]) marks an event that cannot open an attempt: it still counts for the
+//!   steps it matches in attempts opened by other events (in ordered/strict funnels its step 0
+//!   does not start one; in unordered funnels it is no attempt's first event). Funnel trends use
+//!   it to evaluate only the attempts that start in one interval.
 //! - `exclusion_mask`: bit `s` set when the event drops an attempt whose furthest step is `s`
 //!   (an exclusion with `funnelFromStep <= s < funnelToStep`).
 //!
@@ -32,8 +36,11 @@ use datafusion::physical_expr::expressions::Literal;
 /// The name the rewriter maps `aggregateFunnel` to.
 pub const NAME: &str = "hogql_aggregate_funnel";
 
-/// Bit masks are u64, so at most this many steps.
-pub const MAX_STEPS: usize = 63;
+/// Bit masks are u64 with bit 62 a flag ([`NO_START`]), so at most this many steps.
+pub const MAX_STEPS: usize = 62;
+
+/// The step-mask flag of an event that cannot open an attempt (see the module docs).
+pub const NO_START: u64 = 1 << 62;
 
 pub fn aggregate_funnel() -> AggregateUDF {
     AggregateUDF::new_from_impl(AggregateFunnel {
@@ -484,16 +491,18 @@ fn bits(mask: u64) -> impl Iterator<Item = usize> {
 /// One actor's outcome. Events are sorted by time; at equal times by the lowest step they
 /// match, so that steps done in the same instant count in funnel order.
 pub fn evaluate(events: &mut [Event], params: Params) -> Option<Outcome> {
-    events.sort_unstable_by_key(|event| {
-        (
-            event.micros,
-            event.steps.trailing_zeros(),
-            event.steps,
-            event.exclusions,
-        )
-    });
     let steps = params.steps.clamp(1, MAX_STEPS);
     let relevant = (1u64 << steps) - 1;
+    events.sort_unstable_by_key(|event| {
+        let matched = event.steps & relevant;
+        (
+            event.micros,
+            matched.trailing_zeros(),
+            matched,
+            event.exclusions,
+            event.steps,
+        )
+    });
     match params.order {
         Order::Unordered => unordered(events, steps, relevant, params.window_micros),
         order => ordered(
@@ -560,9 +569,10 @@ fn ordered(
             .rev()
         {
             let advanced = if step == 0 {
-                if latest[0]
-                    .as_ref()
-                    .is_some_and(|attempt| attempt.start() == event.micros)
+                if event.steps & NO_START != 0
+                    || latest[0]
+                        .as_ref()
+                        .is_some_and(|attempt| attempt.start() == event.micros)
                 {
                     continue;
                 }
@@ -649,7 +659,7 @@ fn unordered(events: &[Event], steps: usize, relevant: u64, window: i64) -> Opti
     let mut any = false;
     let mut claimed: Vec<usize> = Vec::with_capacity(steps);
     for (anchor, event) in events.iter().enumerate() {
-        if event.steps & relevant == 0 {
+        if event.steps & relevant == 0 || event.steps & NO_START != 0 {
             continue;
         }
         let end = event.micros.saturating_add(window);
@@ -830,6 +840,52 @@ mod tests {
         assert_eq!(
             run(Order::Ordered, 3, 100, &other_stretch),
             Some((1, vec![10.0]))
+        );
+    }
+
+    fn no_start(mut event: Event) -> Event {
+        event.steps |= NO_START;
+        event
+    }
+
+    #[test]
+    fn flagged_events_do_not_open_attempts() {
+        // The later step 0 cannot restart the clock: the attempt from 0 s is measured.
+        let events = [at(0, 0), no_start(at(50, 0)), at(60, 1)];
+        assert_eq!(run(Order::Ordered, 2, 100, &events), Some((1, vec![60.0])));
+        // Its step 1 still counts for an attempt another event opened.
+        let both = Event {
+            micros: 10 * SECOND,
+            steps: 0b11 | NO_START,
+            exclusions: 0,
+        };
+        assert_eq!(
+            run(Order::Ordered, 2, 100, &[at(0, 0), both]),
+            Some((1, vec![10.0]))
+        );
+        // Only flagged step 0 events: not in the funnel.
+        assert_eq!(
+            run(Order::Ordered, 2, 100, &[no_start(at(0, 0)), at(5, 1)]),
+            None
+        );
+        assert_eq!(
+            run(Order::Strict, 2, 100, &[no_start(at(0, 0)), at(5, 1)]),
+            None
+        );
+        // Unordered: a flagged event is never an attempt's first event, yet can be claimed.
+        let unordered = [no_start(at(0, 1)), at(10, 0), no_start(at(20, 1))];
+        assert_eq!(
+            run(Order::Unordered, 2, 100, &unordered),
+            Some((1, vec![10.0]))
+        );
+        assert_eq!(
+            run(
+                Order::Unordered,
+                2,
+                100,
+                &[no_start(at(0, 1)), no_start(at(10, 0))]
+            ),
+            None
         );
     }
 
