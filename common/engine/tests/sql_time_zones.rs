@@ -22,7 +22,7 @@ async fn first_value(text: &str, zone: &str) -> serde_json::Value {
 async fn truncation_follows_the_zone_given() {
     // 03:00 UTC on Nov 1 is still Oct 31 in New York.
     let day = first_value(
-        "select toStartOfDay(toTimeZone(toDateTime('2026-11-01 03:00:00'), 'America/New_York'))",
+        "select toStartOfDay(toTimeZone(toDateTime('2026-11-01T03:00:00Z'), 'America/New_York'))",
         "America/New_York",
     )
     .await;

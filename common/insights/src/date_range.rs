@@ -387,9 +387,10 @@ pub fn iso(instant: DateTime<Utc>, ctx: &Context) -> String {
     }
 }
 
-/// A dialect literal of an instant (read as UTC by the engine): `toDateTime('2024-01-01 05:00:00.000000')`.
+/// A dialect literal of an instant, marked UTC (the engine reads naive text in the project's
+/// time zone): `toDateTime('2024-01-01 05:00:00.000000Z')`.
 pub fn sql_datetime(instant: DateTime<Utc>) -> String {
-    format!("toDateTime('{}')", instant.format("%Y-%m-%d %H:%M:%S%.6f"))
+    format!("toDateTime('{}')", instant.format("%Y-%m-%d %H:%M:%S%.6fZ"))
 }
 
 /// A time cell of an engine result, as an instant in the project's zone: ISO text with an
@@ -530,18 +531,40 @@ impl Relative {
 }
 
 /// An ISO date or datetime; without an offset it is a wall time of `tz`.
-fn parse_absolute(text: &str, tz: Tz, attr: &str) -> Result<NaiveDateTime, Invalid> {
-    if let Ok(moment) = DateTime::parse_from_rfc3339(text) {
-        return Ok(moment.with_timezone(&tz).naive_local());
+/// A date or time as PostHog's `relative_date_parse` reads it, as an instant: ISO 8601 (an offset
+/// or `Z` is kept, naive text is read in the project's time zone), or relative to now in that zone
+/// (`-24h`, `-7d`, `-1m`, `-30M` minutes, `-10s`, with `Start`/`End`: `dStart`, `-1mStart`...).
+/// None for anything else, `all` included.
+pub fn parse_instant(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
+    let text = text.trim();
+    if let Some(moment) = with_offset(text) {
+        return Some(moment.with_timezone(&Utc));
     }
-    for format in [
-        "%Y-%m-%d %H:%M:%S%.f%#z",
-        "%Y-%m-%dT%H:%M:%S%.f%#z",
-        "%Y-%m-%dT%H:%M:%S%.fZ",
-    ] {
-        if let Ok(moment) = DateTime::parse_from_str(text, format) {
-            return Ok(moment.with_timezone(&tz).naive_local());
+    let naive = match parse_relative(text) {
+        Some(relative) => {
+            let now = ctx.now.with_timezone(&ctx.timezone).naive_local();
+            relative.apply(now, ctx.week_start_day)
         }
+        None => naive_datetime(text)?,
+    };
+    Some(localize(naive, ctx.timezone).with_timezone(&Utc))
+}
+
+fn with_offset(text: &str) -> Option<DateTime<chrono::FixedOffset>> {
+    DateTime::parse_from_rfc3339(text).ok().or_else(|| {
+        [
+            "%Y-%m-%d %H:%M:%S%.f%#z",
+            "%Y-%m-%dT%H:%M:%S%.f%#z",
+            "%Y-%m-%dT%H:%M:%S%.fZ",
+        ]
+        .iter()
+        .find_map(|format| DateTime::parse_from_str(text, format).ok())
+    })
+}
+
+fn parse_absolute(text: &str, tz: Tz, attr: &str) -> Result<NaiveDateTime, Invalid> {
+    if let Some(moment) = with_offset(text) {
+        return Ok(moment.with_timezone(&tz).naive_local());
     }
     naive_datetime(text).ok_or_else(|| {
         Invalid::new(
@@ -996,7 +1019,7 @@ mod tests {
         assert!(parse_engine_time(&json!(12), &ctx).is_none());
         assert_eq!(
             sql_datetime(utc("2024-03-10T05:00:00Z")),
-            "toDateTime('2024-03-10 05:00:00.000000')"
+            "toDateTime('2024-03-10 05:00:00.000000Z')"
         );
     }
 }

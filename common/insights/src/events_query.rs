@@ -5,7 +5,8 @@
 use chrono::Duration;
 use serde_json::{Map, Value, json};
 
-use crate::filters::{self, instant_literal, parse_date};
+use crate::date_range::parse_instant;
+use crate::filters;
 use crate::sql_text;
 use crate::{Compiled, Context, Invalid, Table};
 
@@ -239,15 +240,21 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
         Some(_) => return Err(Invalid::new("personId", "personId must be a string.")),
     }
     let before = match optional_string(node.get("before"), "before")? {
-        Some(text) => parse_date(text, ctx).ok_or_else(|| not_a_date("before", text))?,
+        Some(text) => parse_instant(text, ctx).ok_or_else(|| not_a_date("before", text))?,
         // Events from slightly in the future (clock skew) stay visible.
         None => ctx.now + Duration::seconds(5),
     };
-    conditions.push(format!("timestamp < {}", instant_literal(before)));
+    conditions.push(format!(
+        "timestamp < {}",
+        crate::date_range::sql_datetime(before)
+    ));
     let after = optional_string(node.get("after"), "after")?.unwrap_or("-24h");
     if after != "all" {
-        let from = parse_date(after, ctx).ok_or_else(|| not_a_date("after", after))?;
-        conditions.push(format!("timestamp > {}", instant_literal(from)));
+        let from = parse_instant(after, ctx).ok_or_else(|| not_a_date("after", after))?;
+        conditions.push(format!(
+            "timestamp > {}",
+            crate::date_range::sql_datetime(from)
+        ));
     }
 
     // order
@@ -738,7 +745,7 @@ mod tests {
         }
     }
 
-    const WINDOW: &str = "(timestamp < toDateTime('2026-11-10T12:00:05.000000Z')) AND (timestamp > toDateTime('2026-11-09T12:00:00.000000Z'))";
+    const WINDOW: &str = "(timestamp < toDateTime('2026-11-10 12:00:05.000000Z')) AND (timestamp > toDateTime('2026-11-09 12:00:00.000000Z'))";
 
     #[test]
     fn aggregations_are_found_outside_strings() {
@@ -803,7 +810,7 @@ mod tests {
             })),
             "SELECT (event) AS column_0, (count()) AS column_1, (uniq(distinct_id)) AS \"users\" FROM events \
              WHERE ((properties.plan = 'pro')) AND (event = '$pageview') \
-             AND (timestamp < toDateTime('2026-11-10T12:00:05.000000Z')) \
+             AND (timestamp < toDateTime('2026-11-10 12:00:05.000000Z')) \
              GROUP BY (event) HAVING ((count() > 5)) ORDER BY count() DESC LIMIT 11 OFFSET 20"
         );
     }
@@ -826,8 +833,8 @@ mod tests {
         );
         assert!(text.contains(
             "WHERE ((properties['$browser'] = 'Chrome')) AND ((person.properties['email'] IS NOT NULL)) \
-             AND (event IN ('a', 'b')) AND (timestamp < toDateTime('2026-11-05T00:00:00.000000Z')) \
-             AND (timestamp > toDateTime('2026-11-01T00:00:00.000000Z')) ORDER BY (timestamp) ASC, \
+             AND (event IN ('a', 'b')) AND (timestamp < toDateTime('2026-11-05 00:00:00.000000Z')) \
+             AND (timestamp > toDateTime('2026-11-01 00:00:00.000000Z')) ORDER BY (timestamp) ASC, \
              coalesce(person.properties['email'], "
         ), "{text}");
         assert!(

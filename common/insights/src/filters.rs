@@ -6,7 +6,6 @@
 //! no-op. There are no property definitions here, so the value decides how to compare: a number
 //! compares `toFloat(prop)` numerically, anything else compares the property's text.
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
 use serde_json::Value;
 
 use crate::sql_text;
@@ -443,12 +442,14 @@ fn sides(
 /// A date value compared with a DateTime column: read like PostHog reads dates (naive times in
 /// the project's time zone, relative dates), as an instant.
 fn datetime_constant(text: &str, ctx: &Context, attr: &str) -> Result<String, Invalid> {
-    parse_date(text, ctx).map(instant_literal).ok_or_else(|| {
-        Invalid::new(
-            attr,
-            format!("'{text}' is not a date (ISO 8601 or relative like -7d)."),
-        )
-    })
+    crate::date_range::parse_instant(text, ctx)
+        .map(crate::date_range::sql_datetime)
+        .ok_or_else(|| {
+            Invalid::new(
+                attr,
+                format!("'{text}' is not a date (ISO 8601 or relative like -7d)."),
+            )
+        })
 }
 
 fn scalar(
@@ -526,7 +527,7 @@ fn scalar(
                     ));
                 }
             };
-            let instant = parse_date(text, ctx).ok_or_else(|| {
+            let instant = crate::date_range::parse_instant(text, ctx).ok_or_else(|| {
                 Invalid::new(
                     attr,
                     format!("'{text}' is not a date (ISO 8601 or relative like -7d)."),
@@ -539,7 +540,7 @@ fn scalar(
             };
             format!(
                 "toDateTime(toString({e})) {symbol} {}",
-                instant_literal(instant)
+                crate::date_range::sql_datetime(instant)
             )
         }
         Operator::IsSet | Operator::IsNotSet | Operator::Between | Operator::NotBetween => {
@@ -639,155 +640,14 @@ fn float_literal(value: f64) -> String {
     format!("{value:?}")
 }
 
-/// An instant as a dialect constant (UTC, RFC 3339).
-pub(crate) fn instant_literal(instant: DateTime<Utc>) -> String {
-    format!(
-        "toDateTime({})",
-        sql_text::string(&instant.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
-    )
-}
-
-/// A date as PostHog's `relative_date_parse` reads it: ISO 8601 (an offset or `Z`, or naive in the
-/// project's time zone), or relative to now in the project's time zone: `-24h`, `-7d`, `-2w`,
-/// `-1m` (months), `-1q`, `-1y`, `-30M` (minutes), `-10s`, optionally with `Start`/`End`
-/// (`dStart` is today's midnight, `-1mStart` the first day of last month).
-///
-/// The trends helper's `date_range` module may grow a shared parser; this one is private to the
-/// filters and EventsQuery until then.
-pub(crate) fn parse_date(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    absolute_date(text, ctx).or_else(|| relative_date(text, ctx))
-}
-
-fn local_to_utc(naive: NaiveDateTime, ctx: &Context) -> Option<DateTime<Utc>> {
-    let tz = ctx.timezone;
-    tz.from_local_datetime(&naive)
-        .earliest()
-        // A wall-clock time skipped by a DST change: take the moment an hour later.
-        .or_else(|| {
-            tz.from_local_datetime(&(naive + Duration::hours(1)))
-                .earliest()
-        })
-        .map(|moment| moment.with_timezone(&Utc))
-}
-
-fn absolute_date(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
-    if let Ok(moment) = DateTime::parse_from_rfc3339(text) {
-        return Some(moment.with_timezone(&Utc));
-    }
-    for format in ["%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z"] {
-        if let Ok(moment) = DateTime::parse_from_str(text, format) {
-            return Some(moment.with_timezone(&Utc));
-        }
-    }
-    for format in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M",
-    ] {
-        if let Ok(naive) = NaiveDateTime::parse_from_str(text, format) {
-            return local_to_utc(naive, ctx);
-        }
-    }
-    let date = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
-    local_to_utc(date.and_hms_opt(0, 0, 0)?, ctx)
-}
-
-fn relative_date(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
-    let rest = text.strip_prefix('-').unwrap_or(text);
-    let digits_end = rest
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(rest.len());
-    let (digits, rest) = rest.split_at(digits_end);
-    let mut chars = rest.chars();
-    let unit = chars.next()?;
-    let position = chars.as_str();
-    if !matches!(position, "" | "Start" | "End") {
-        return None;
-    }
-    let number: i64 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().ok()?
-    };
-    let now = ctx.now.with_timezone(&ctx.timezone).naive_local();
-    let mut moment = match unit {
-        'h' => now - Duration::try_hours(number)?,
-        'd' => now - Duration::try_days(number)?,
-        'w' => now - Duration::try_weeks(number)?,
-        'q' => now - Duration::try_weeks(number.checked_mul(13)?)?,
-        'M' => now - Duration::try_minutes(number)?,
-        's' => now - Duration::try_seconds(number)?,
-        'm' => now.checked_sub_months(chrono::Months::new(u32::try_from(number).ok()?))?,
-        'y' => now.checked_sub_months(chrono::Months::new(
-            u32::try_from(number.checked_mul(12)?).ok()?,
-        ))?,
-        _ => return None,
-    };
-    let start = position == "Start";
-    let end = position == "End";
-    if start || end {
-        let (hour, minute, second, nano) = if start {
-            (0, 0, 0, 0)
-        } else {
-            (23, 59, 59, 999_999_000)
-        };
-        moment = match unit {
-            'h' => moment
-                .with_minute(minute)?
-                .with_second(second)?
-                .with_nanosecond(nano)?,
-            'd' => moment.date().and_hms_nano_opt(hour, minute, second, nano)?,
-            'm' => {
-                let first = moment.date().with_day(1)?;
-                let day = if start {
-                    first
-                } else {
-                    first
-                        .checked_add_months(chrono::Months::new(1))?
-                        .pred_opt()?
-                };
-                day.and_hms_nano_opt(hour, minute, second, nano)?
-            }
-            'y' => {
-                let day = if start {
-                    NaiveDate::from_ymd_opt(moment.year(), 1, 1)?
-                } else {
-                    NaiveDate::from_ymd_opt(moment.year(), 12, 31)?
-                };
-                day.and_hms_nano_opt(hour, minute, second, nano)?
-            }
-            _ => moment,
-        };
-    }
-    local_to_utc(moment, ctx)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{TimeZone, Utc};
     use serde_json::json;
 
     fn context() -> Context {
-        Context {
-            timezone: chrono_tz::America::New_York,
-            now: Utc
-                .with_ymd_and_hms(2026, 3, 15, 12, 30, 0)
-                .single()
-                .unwrap_or_default(),
-            week_start_day: 0,
-            check_expression: |text| {
-                if text.contains(';') || text.contains(" FROM ") {
-                    Err(format!("`{text}` is not a single expression"))
-                } else {
-                    Ok(())
-                }
-            },
-        }
+        crate::testing::context(chrono_tz::America::New_York, "2026-03-15T12:30:00Z", 0)
     }
 
     fn compile(filters: Value) -> Result<String, Invalid> {
@@ -944,15 +804,15 @@ mod tests {
             ),
             (
                 json!({"key": "k", "value": "2026-01-01", "operator": "is_date_after"}),
-                "toDateTime(toString(properties['k'])) > toDateTime('2026-01-01T05:00:00.000000Z')",
+                "toDateTime(toString(properties['k'])) > toDateTime('2026-01-01 05:00:00.000000Z')",
             ),
             (
                 json!({"key": "k", "value": "2026-01-01T00:00:00Z", "operator": "is_date_before"}),
-                "toDateTime(toString(properties['k'])) < toDateTime('2026-01-01T00:00:00.000000Z')",
+                "toDateTime(toString(properties['k'])) < toDateTime('2026-01-01 00:00:00.000000Z')",
             ),
             (
                 json!({"key": "k", "value": "-1d", "operator": "is_date_exact"}),
-                "toDateTime(toString(properties['k'])) = toDateTime('2026-03-14T12:30:00.000000Z')",
+                "toDateTime(toString(properties['k'])) = toDateTime('2026-03-14 12:30:00.000000Z')",
             ),
         ];
         for (filter, expected) in cases {
@@ -1035,7 +895,7 @@ mod tests {
             ok(
                 json!([{"key": "timestamp", "value": "2026-01-01", "operator": "gt", "type": "event_metadata"}])
             ),
-            "timestamp > toDateTime('2026-01-01T05:00:00.000000Z')"
+            "timestamp > toDateTime('2026-01-01 05:00:00.000000Z')"
         );
         assert_eq!(
             ok(json!([{"key": "properties.a = 1", "type": "hogql"}])),
@@ -1123,31 +983,61 @@ mod tests {
         let ctx = context();
         let at = |y, mo, d, h, mi, s| Utc.with_ymd_and_hms(y, mo, d, h, mi, s).single();
         // Naive in New York (EST in January, EDT in March after the 8th).
-        assert_eq!(parse_date("2026-01-01", &ctx), at(2026, 1, 1, 5, 0, 0));
         assert_eq!(
-            parse_date("2026-01-01 10:00:00", &ctx),
+            crate::date_range::parse_instant("2026-01-01", &ctx),
+            at(2026, 1, 1, 5, 0, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("2026-01-01 10:00:00", &ctx),
             at(2026, 1, 1, 15, 0, 0)
         );
         assert_eq!(
-            parse_date("2026-01-01T10:00:00Z", &ctx),
+            crate::date_range::parse_instant("2026-01-01T10:00:00Z", &ctx),
             at(2026, 1, 1, 10, 0, 0)
         );
         assert_eq!(
-            parse_date("2026-01-01T10:00:00+02:00", &ctx),
+            crate::date_range::parse_instant("2026-01-01T10:00:00+02:00", &ctx),
             at(2026, 1, 1, 8, 0, 0)
         );
         // now = 2026-03-15 12:30 UTC = 08:30 EDT.
-        assert_eq!(parse_date("-24h", &ctx), at(2026, 3, 14, 12, 30, 0));
-        assert_eq!(parse_date("-7d", &ctx), at(2026, 3, 8, 12, 30, 0));
-        assert_eq!(parse_date("-1w", &ctx), at(2026, 3, 8, 12, 30, 0));
-        assert_eq!(parse_date("-30M", &ctx), at(2026, 3, 15, 12, 0, 0));
-        assert_eq!(parse_date("-1m", &ctx), at(2026, 2, 15, 13, 30, 0));
-        assert_eq!(parse_date("dStart", &ctx), at(2026, 3, 15, 4, 0, 0));
-        assert_eq!(parse_date("-1dStart", &ctx), at(2026, 3, 14, 4, 0, 0));
-        assert_eq!(parse_date("mStart", &ctx), at(2026, 3, 1, 5, 0, 0));
-        assert_eq!(parse_date("yStart", &ctx), at(2026, 1, 1, 5, 0, 0));
-        assert_eq!(parse_date("all", &ctx), None);
-        assert_eq!(parse_date("-7x", &ctx), None);
-        assert_eq!(parse_date("", &ctx), None);
+        assert_eq!(
+            crate::date_range::parse_instant("-24h", &ctx),
+            at(2026, 3, 14, 12, 30, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("-7d", &ctx),
+            at(2026, 3, 8, 12, 30, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("-1w", &ctx),
+            at(2026, 3, 8, 12, 30, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("-30M", &ctx),
+            at(2026, 3, 15, 12, 0, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("-1m", &ctx),
+            at(2026, 2, 15, 13, 30, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("dStart", &ctx),
+            at(2026, 3, 15, 4, 0, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("-1dStart", &ctx),
+            at(2026, 3, 14, 4, 0, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("mStart", &ctx),
+            at(2026, 3, 1, 5, 0, 0)
+        );
+        assert_eq!(
+            crate::date_range::parse_instant("yStart", &ctx),
+            at(2026, 1, 1, 5, 0, 0)
+        );
+        assert_eq!(crate::date_range::parse_instant("all", &ctx), None);
+        assert_eq!(crate::date_range::parse_instant("-7x", &ctx), None);
+        assert_eq!(crate::date_range::parse_instant("", &ctx), None);
     }
 }

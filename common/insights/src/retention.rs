@@ -428,13 +428,6 @@ fn local_instant(local: NaiveDateTime, ctx: &Context) -> DateTime<Utc> {
     local.and_utc()
 }
 
-fn datetime_literal(instant: DateTime<Utc>) -> String {
-    format!(
-        "toDateTime({})",
-        sql_text::string(&instant.format("%Y-%m-%d %H:%M:%S").to_string())
-    )
-}
-
 /// The dialect expression giving the 0-based interval of `column` (a UTC timestamp), counted
 /// from `first` (the first cohort's start). Integer arithmetic over truncated values: a local
 /// day may be an hour longer or shorter across a DST change, which the half-day shift absorbs.
@@ -471,8 +464,8 @@ fn interval_index(column: &str, period: Period, first: DateTime<Utc>, ctx: &Cont
 /// interval)` triple occurs once, so `count()` counts distinct actors.
 fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> String {
     let first = starts.cohorts.first().copied().unwrap_or(starts.end);
-    let from = datetime_literal(first);
-    let to = datetime_literal(starts.end);
+    let from = date_range::sql_datetime(first);
+    let to = date_range::sql_datetime(starts.end);
     let Settings {
         target,
         returning,
@@ -799,11 +792,11 @@ mod tests {
         assert!(text.contains(r"event = 'sign\'up'"), "{text}");
         // Weeks of the Paris calendar, from Sunday 27 September (22:00 UTC the day before).
         assert!(
-            text.contains("timestamp >= toDateTime('2026-09-26 22:00:00')"),
+            text.contains("timestamp >= toDateTime('2026-09-26 22:00:00.000000Z')"),
             "{text}"
         );
         assert!(
-            text.contains("timestamp < toDateTime('2026-10-10 22:00:00')"),
+            text.contains("timestamp < toDateTime('2026-10-10 22:00:00.000000Z')"),
             "{text}"
         );
     }

@@ -21,7 +21,11 @@ pub fn string(value: &str) -> String {
 
 /// `properties['key']` of the event (or of `person.` when `person` is set).
 pub fn property(key: &str, person: bool) -> String {
-    let scope = if person { "person.properties" } else { "properties" };
+    let scope = if person {
+        "person.properties"
+    } else {
+        "properties"
+    };
     format!("{scope}[{}]", string(key))
 }
 

@@ -1337,11 +1337,11 @@ mod tests {
             "{query}"
         );
         assert!(
-            query.contains("timestamp >= toDateTime('2024-03-09 05:00:00.000000')"),
+            query.contains("timestamp >= toDateTime('2024-03-09 05:00:00.000000Z')"),
             "{query}"
         );
         assert!(
-            query.contains("timestamp <= toDateTime('2024-03-12 03:59:59.999999')"),
+            query.contains("timestamp <= toDateTime('2024-03-12 03:59:59.999999Z')"),
             "{query}"
         );
         assert!(query.contains("event = '$pageview'"), "{query}");
@@ -1464,7 +1464,7 @@ mod tests {
         assert_eq!(compiled.queries.len(), 4);
         // The previous period of 9-11 March is 6-8 March.
         assert!(
-            compiled.queries[2].contains("toDateTime('2024-03-06 05:00:00.000000')"),
+            compiled.queries[2].contains("toDateTime('2024-03-06 05:00:00.000000Z')"),
             "{}",
             compiled.queries[2]
         );
@@ -1505,7 +1505,7 @@ mod tests {
         let query = &compiled.queries[0];
         // The window of 9 March ends at local midnight of the 10th and starts 7 days before.
         assert!(
-            query.contains("timestamp > toDateTime('2024-03-03 05:00:00.000000') AND timestamp <= toDateTime('2024-03-10 05:00:00.000000'), person_id, NULL)) AS value_0"),
+            query.contains("timestamp > toDateTime('2024-03-03 05:00:00.000000Z') AND timestamp <= toDateTime('2024-03-10 05:00:00.000000Z'), person_id, NULL)) AS value_0"),
             "{query}"
         );
         let response = compiled

@@ -137,57 +137,73 @@ const QUERIES: &[BenchQuery] = &[
     },
     BenchQuery {
         name: "daily_active_users",
-        ours: Ours::Sql("select toStartOfDay(timestamp) as day, uniq(distinct_id) as users from events \
-               where timestamp >= today() - interval 30 day group by day order by day"),
+        ours: Ours::Sql(
+            "select toStartOfDay(timestamp) as day, uniq(distinct_id) as users from events \
+               where timestamp >= today() - interval 30 day group by day order by day",
+        ),
         duckdb: "select date_trunc('day', timestamp) as day, count(distinct distinct_id) as users \
                  from events where timestamp >= current_date - interval 30 day \
                  group by day order by day",
     },
     BenchQuery {
         name: "top_events",
-        ours: Ours::Sql("select event, count() as c from events group by event order by c desc limit 10"),
+        ours: Ours::Sql(
+            "select event, count() as c from events group by event order by c desc limit 10",
+        ),
         duckdb: "select event, count(*) as c from events group by event order by c desc limit 10",
     },
     BenchQuery {
         name: "top_browsers_pageviews",
-        ours: Ours::Sql("select properties.$browser as browser, count() as c from events \
-               where event = '$pageview' group by browser order by c desc limit 10"),
+        ours: Ours::Sql(
+            "select properties.$browser as browser, count() as c from events \
+               where event = '$pageview' group by browser order by c desc limit 10",
+        ),
         duckdb: "select json_extract_string(properties, '$.\"$browser\"') as browser, count(*) as c \
                  from events where event = '$pageview' group by browser order by c desc limit 10",
     },
     BenchQuery {
         name: "revenue_by_day",
-        ours: Ours::Sql("select toStartOfDay(timestamp) as day, sum(toFloat(properties.amount)) as revenue \
-               from events where event = 'purchase' group by day order by day"),
+        ours: Ours::Sql(
+            "select toStartOfDay(timestamp) as day, sum(toFloat(properties.amount)) as revenue \
+               from events where event = 'purchase' group by day order by day",
+        ),
         duckdb: "select date_trunc('day', timestamp) as day, \
                  sum(try_cast(json_extract_string(properties, '$.amount') as double)) as revenue \
                  from events where event = 'purchase' group by day order by day",
     },
     BenchQuery {
         name: "p90_purchase_amount",
-        ours: Ours::Sql("select quantile(0.9)(toFloat(properties.amount)) from events where event = 'purchase'"),
+        ours: Ours::Sql(
+            "select quantile(0.9)(toFloat(properties.amount)) from events where event = 'purchase'",
+        ),
         duckdb: "select quantile_cont(try_cast(json_extract_string(properties, '$.amount') as double), 0.9) \
                  from events where event = 'purchase'",
     },
     BenchQuery {
         name: "sessions_per_day",
-        ours: Ours::Sql("select toStartOfDay(timestamp) as day, uniq($session_id) as sessions from events \
-               group by day order by day"),
+        ours: Ours::Sql(
+            "select toStartOfDay(timestamp) as day, uniq($session_id) as sessions from events \
+               group by day order by day",
+        ),
         duckdb: "select date_trunc('day', timestamp) as day, count(distinct \"$session_id\") as sessions \
                  from events group by day order by day",
     },
     BenchQuery {
         name: "top_paths_pageviews",
-        ours: Ours::Sql("select properties.$current_url as url, count() as c from events \
-               where event = '$pageview' group by url order by c desc limit 20"),
+        ours: Ours::Sql(
+            "select properties.$current_url as url, count() as c from events \
+               where event = '$pageview' group by url order by c desc limit 20",
+        ),
         duckdb: "select json_extract_string(properties, '$.\"$current_url\"') as url, count(*) as c \
                  from events where event = '$pageview' group by url order by c desc limit 20",
     },
     BenchQuery {
         name: "conversions_by_utm_source",
-        ours: Ours::Sql("select properties.utm_source as source, countIf(event = 'signed_up') as signups, \
+        ours: Ours::Sql(
+            "select properties.utm_source as source, countIf(event = 'signed_up') as signups, \
                countIf(event = 'purchase') as purchases from events \
-               group by source order by signups desc limit 10"),
+               group by source order by signups desc limit 10",
+        ),
         duckdb: "select json_extract_string(properties, '$.utm_source') as source, \
                  count(*) filter (where event = 'signed_up') as signups, \
                  count(*) filter (where event = 'purchase') as purchases from events \

@@ -1,4 +1,5 @@
-//! Results cached in object storage, keyed by project + rewritten query + events table version.
+//! Results cached in object storage, keyed by project + time zone + rewritten query + events
+//! table version.
 
 use common::AppState;
 use object_store::path::Path;
@@ -6,11 +7,18 @@ use object_store::{ObjectStoreExt, PutPayload};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub fn key(team_id: i64, sql: &str, events_version: Option<u64>) -> String {
+/// The key of a result: what was asked, of which data, read in which time zone; a query that
+/// reads the clock (`now()`, `today()`) is keyed by the minute too.
+pub fn key(team_id: i64, timezone: &str, sql: &str, events_version: Option<u64>) -> String {
     let mut hash = Sha256::new();
     hash.update(team_id.to_le_bytes());
+    hash.update(timezone.as_bytes());
+    hash.update([0]);
     hash.update(sql.as_bytes());
     hash.update(events_version.map_or(-1, |v| v as i128).to_le_bytes());
+    if sql.contains("now()") || sql.contains("current_date()") {
+        hash.update(chrono::Utc::now().format("%Y-%m-%dT%H:%M").to_string());
+    }
     format!("cache_{}", hex::encode(hash.finalize()))
 }
 

@@ -177,8 +177,14 @@ async fn execute(
     .map_err(|e| (e, true))?;
     // The events table's version is in the key, so a cached result is never stale; queries over
     // persons or the log (which change without a version) are not cached.
-    let cache_key = (prepared.tables.iter().all(|t| t == "events"))
-        .then(|| cache::key(run.project.id, &prepared.sql, session.events_version));
+    let cache_key = (prepared.tables.iter().all(|t| t == "events")).then(|| {
+        cache::key(
+            run.project.id,
+            &run.project.timezone,
+            &prepared.sql,
+            session.events_version,
+        )
+    });
     if let Some(key) = &cache_key
         && !run.force
         && let Some(mut cached) = cache::load(run.state, run.project.id, key).await
@@ -286,7 +292,14 @@ async fn execute_structured(
     let cache_key = prepared
         .iter()
         .all(|query| query.tables.iter().all(|t| t == "events"))
-        .then(|| cache::key(run.project.id, &all_sql, events_version));
+        .then(|| {
+            cache::key(
+                run.project.id,
+                &run.project.timezone,
+                &all_sql,
+                events_version,
+            )
+        });
     if let Some(key) = &cache_key
         && !run.force
         && let Some(mut cached) = cache::load(run.state, run.project.id, key).await

@@ -251,22 +251,8 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ),
         ("toDate", meta(1, 1, Template(&[(1, "hogql_to_date($0)")]))),
         ("to_date", meta(1, 1, Template(&[(1, "hogql_to_date($0)")]))),
-        (
-            "toDateTime",
-            meta(
-                1,
-                2,
-                Template(&[(1, "hogql_to_datetime($0)"), (2, "hogql_to_datetime($0)")]),
-            ),
-        ),
-        (
-            "parseDateTimeBestEffort",
-            meta(
-                1,
-                2,
-                Template(&[(1, "hogql_to_datetime($0)"), (2, "hogql_to_datetime($0)")]),
-            ),
-        ),
+        ("toDateTime", meta(1, 2, Special(to_datetime))),
+        ("parseDateTimeBestEffort", meta(1, 2, Special(to_datetime))),
         // Dates.
         ("now", meta(0, 0, Template(&[(0, "now()")]))),
         ("today", meta(0, 0, Template(&[(0, "current_date()")]))),
@@ -292,11 +278,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("toTimeZone", meta(2, 2, Special(to_time_zone))),
         (
             "toMonday",
-            meta(
-                1,
-                1,
-                Template(&[(1, "CAST(date_trunc('week', $0) AS DATE)")]),
-            ),
+            meta(1, 1, Template(&[(1, "hogql_start_of_week($0, 1)")])),
         ),
         (
             "toStartOfMonth",
@@ -434,31 +416,35 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("date_sub", meta(2, 3, Special(date_sub))),
         (
             "toIntervalSecond",
-            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 second'")])),
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'second')")])),
         ),
         (
             "toIntervalMinute",
-            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 minute'")])),
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'minute')")])),
         ),
         (
             "toIntervalHour",
-            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 hour'")])),
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'hour')")])),
         ),
         (
             "toIntervalDay",
-            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 day'")])),
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'day')")])),
         ),
         (
             "toIntervalWeek",
-            meta(1, 1, Template(&[(1, "$0 * INTERVAL '7 day'")])),
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'week')")])),
+        ),
+        (
+            "toIntervalQuarter",
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'quarter')")])),
         ),
         (
             "toIntervalMonth",
-            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 month'")])),
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'month')")])),
         ),
         (
             "toIntervalYear",
-            meta(1, 1, Template(&[(1, "$0 * INTERVAL '1 year'")])),
+            meta(1, 1, Template(&[(1, "hogql_interval($0, 'year')")])),
         ),
         // Conditionals and NULLs.
         (
@@ -1061,91 +1047,162 @@ fn start_of_day(mut args: Vec<Expr>, parameters: &[Expr]) -> Result<Expr, QueryE
     instantiate("date_trunc('day', $0)", args)
 }
 
+/// `toStartOfWeek(x[, mode])`: ClickHouse mode 0 (the default) starts weeks on Sunday, mode 1
+/// on Monday; computed on x's calendar date (in its zone), so DST changes cannot break it.
 fn start_of_week(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    // ClickHouse mode 0 (the default) starts weeks on Sunday, mode 1 on Monday.
     let mode = match args.get(1) {
         Some(mode) => number_argument(mode, "toStartOfWeek")? as i64,
         None => 0,
     };
-    let value = args.into_iter().take(1).collect();
-    if mode % 2 == 1 {
-        instantiate("CAST(date_trunc('week', $0) AS DATE)", value)
-    } else {
-        instantiate(
-            "CAST(date_trunc('week', $0 + INTERVAL '1 day') - INTERVAL '1 day' AS DATE)",
-            value,
-        )
+    let value = args
+        .into_iter()
+        .take(1)
+        .chain([number(mode as f64)])
+        .collect();
+    instantiate("hogql_start_of_week($0, $1)", value)
+}
+
+/// `toDateTime(x[, 'Zone'])`: naive text is read in the zone given, else the project's.
+fn to_datetime(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    if let Some(zone) = args.get(1) {
+        let zone = string_argument(zone, "toDateTime")?;
+        if zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(QueryError::Query(format!(
+                "Unknown time zone '{zone}' in toDateTime"
+            )));
+        }
+    }
+    template::call("hogql_to_datetime", &args)
+}
+
+const UNITS: &[&str] = &[
+    "second", "minute", "hour", "day", "week", "month", "quarter", "year",
+];
+
+/// The canonical unit of `text` (`DAY`, `days`, `Day`...).
+fn unit_name(text: &str) -> Option<&'static str> {
+    let text = text.trim().to_lowercase();
+    let text = text.trim_end_matches('s');
+    UNITS.iter().copied().find(|unit| *unit == text)
+}
+
+fn unit_of(expr: &Expr, function: &str) -> Result<&'static str, QueryError> {
+    let unit = string_argument(expr, function)?;
+    unit_name(&unit).ok_or_else(|| {
+        QueryError::Query(format!(
+            "Function '{function}' got an unknown unit '{unit}'"
+        ))
+    })
+}
+
+/// `(count, unit)` of an interval written `toIntervalDay(n)` (already rewritten), `INTERVAL n DAY`
+/// or `INTERVAL 'n day'`; None for anything else.
+fn interval_parts(expr: &Expr) -> Option<(Expr, &'static str)> {
+    match expr {
+        Expr::Nested(inner) => interval_parts(inner),
+        Expr::Function(function) if function.name.to_string() == "hogql_interval" => {
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            match list.args.as_slice() {
+                [
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(count)),
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(unit)),
+                ] => Some((count.clone(), unit_name(&string_argument(unit, "").ok()?)?)),
+                _ => None,
+            }
+        }
+        Expr::Interval(interval)
+            if interval.leading_precision.is_none()
+                && interval.last_field.is_none()
+                && interval.fractional_seconds_precision.is_none() =>
+        {
+            match (&interval.leading_field, interval.value.as_ref()) {
+                (Some(field), Expr::Value(value)) => {
+                    let unit = unit_name(&field.to_string())?;
+                    match &value.value {
+                        Value::Number(n, _) => Some((number_expr(n)?, unit)),
+                        Value::SingleQuotedString(n) => Some((number_expr(n.trim())?, unit)),
+                        _ => None,
+                    }
+                }
+                (Some(field), count) => Some((count.clone(), unit_name(&field.to_string())?)),
+                (None, Expr::Value(value)) => match &value.value {
+                    Value::SingleQuotedString(text) => {
+                        let mut words = text.split_whitespace();
+                        let (Some(n), Some(unit), None) =
+                            (words.next(), words.next(), words.next())
+                        else {
+                            return None;
+                        };
+                        Some((number_expr(n)?, unit_name(unit)?))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 
-const UNITS: &[(&str, &str)] = &[
-    ("second", "1 second"),
-    ("minute", "1 minute"),
-    ("hour", "1 hour"),
-    ("day", "1 day"),
-    ("week", "7 day"),
-    ("month", "1 month"),
-    ("quarter", "3 month"),
-    ("year", "1 year"),
-];
-
-fn interval_of(unit: &str, function: &str) -> Result<Expr, QueryError> {
-    let unit = unit.to_lowercase();
-    let unit = unit.trim_end_matches('s');
-    let (_, text) = UNITS
-        .iter()
-        .find(|(name, _)| *name == unit)
-        .ok_or_else(|| {
-            QueryError::Query(format!(
-                "Function '{function}' got an unknown unit '{unit}'"
-            ))
-        })?;
-    instantiate_interval(text)
+/// An integer literal (intervals count whole units).
+fn number_expr(text: &str) -> Option<Expr> {
+    let value: i64 = text.parse().ok()?;
+    Some(Expr::Value(Value::Number(value.to_string(), false).into()))
 }
 
-fn instantiate_interval(text: &str) -> Result<Expr, QueryError> {
-    template::expr(&format!("INTERVAL '{text}'"), &[])
+/// `x + interval` / `x - interval` / `interval + x` as a calendar-aware shift of x, when one
+/// side is an interval of one unit (`toIntervalDay(n)`, `INTERVAL 7 DAY`): works with any count
+/// expression, and never fails on a daylight-saving change. None: leave the operation as it is.
+pub fn date_arithmetic(left: &Expr, plus: bool, right: &Expr) -> Option<Result<Expr, QueryError>> {
+    let function = if plus {
+        "hogql_date_add"
+    } else {
+        "hogql_date_sub"
+    };
+    match (interval_parts(left), interval_parts(right)) {
+        (None, Some((count, unit))) => Some(template::call(
+            function,
+            &[left.clone(), count, string_literal(unit)],
+        )),
+        (Some((count, unit)), None) if plus => Some(template::call(
+            function,
+            &[right.clone(), count, string_literal(unit)],
+        )),
+        _ => None,
+    }
 }
 
 /// `dateAdd('day', 3, x)` (ClickHouse argument order) or `dateAdd(x, INTERVAL 3 DAY)`.
-fn date_shift(args: Vec<Expr>, function: &str, sign: &str) -> Result<Expr, QueryError> {
-    let template = if sign == "+" {
-        "($0 + $1 * $2)"
+fn date_shift(args: Vec<Expr>, function: &str, plus: bool) -> Result<Expr, QueryError> {
+    let name = if plus {
+        "hogql_date_add"
     } else {
-        "($0 - $1 * $2)"
+        "hogql_date_sub"
     };
-    match args.len() {
-        3 => {
-            let unit = string_argument(&args[0], function)?;
-            let interval = interval_of(&unit, function)?;
-            let mut iter = args.into_iter().skip(1);
-            let (amount, value) = (iter.next(), iter.next());
-            match (amount, value) {
-                (Some(amount), Some(value)) => instantiate(template, vec![value, amount, interval]),
-                _ => Err(QueryError::Query(format!(
-                    "Function '{function}' expects 3 arguments"
-                ))),
-            }
+    match args.as_slice() {
+        [unit, count, value] => {
+            let unit = unit_of(unit, function)?;
+            template::call(name, &[value.clone(), count.clone(), string_literal(unit)])
         }
-        _ => {
-            let one = number(1.0);
-            let mut iter = args.into_iter();
-            match (iter.next(), iter.next()) {
-                (Some(value), Some(interval)) => instantiate(template, vec![value, one, interval]),
-                _ => Err(QueryError::Query(format!(
-                    "Function '{function}' expects 2 or 3 arguments"
-                ))),
-            }
-        }
+        [value, interval] => match date_arithmetic(value, plus, interval) {
+            Some(shifted) => shifted,
+            None if plus => instantiate("($0 + $1)", args),
+            None => instantiate("($0 - $1)", args),
+        },
+        _ => Err(QueryError::Query(format!(
+            "Function '{function}' expects 2 or 3 arguments"
+        ))),
     }
 }
 
 fn date_add(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    date_shift(args, "dateAdd", "+")
+    date_shift(args, "dateAdd", true)
 }
 
 fn date_sub(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    date_shift(args, "dateSub", "-")
+    date_shift(args, "dateSub", false)
 }
 
 fn array_slice(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {

@@ -136,12 +136,15 @@ pub async fn open_session(
     prepared: &Prepared,
     limits: &Limits,
 ) -> Result<Session, QueryError> {
+    let zone: chrono_tz::Tz = timezone.parse().unwrap_or(chrono_tz::UTC);
     let config = SessionConfig::new()
         .with_information_schema(false)
         .with_create_default_catalog_and_schema(true)
         .set_bool("datafusion.sql_parser.enable_ident_normalization", false)
         .set_bool("datafusion.execution.parquet.pushdown_filters", true)
-        .set_bool("datafusion.execution.parquet.reorder_filters", true);
+        .set_bool("datafusion.execution.parquet.reorder_filters", true)
+        // `now()`, `today()` and `yesterday()` in the project's time zone, as in PostHog.
+        .set_str("datafusion.execution.time_zone", zone.name());
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
         // No spilling: a query over its memory bound fails cleanly instead of filling the disk
@@ -158,11 +161,11 @@ pub async fn open_session(
         .with_default_features()
         .build();
     let ctx = SessionContext::new_with_state(session_state);
-    for udf in udfs::all() {
+    // Our UDFs read naive date-time text in the project's time zone.
+    for udf in udfs::all(zone) {
         ctx.register_udf(udf);
     }
     ctx.register_udaf(funnel::aggregate_funnel());
-    let zone: chrono_tz::Tz = timezone.parse().unwrap_or(chrono_tz::UTC);
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
     Ok(Session {
         ctx,
@@ -283,21 +286,80 @@ fn scanned(plan: &dyn ExecutionPlan) -> (u64, u64) {
     })
 }
 
-/// DataFusion's errors, sorted into what the user did and what went wrong on our side.
+/// DataFusion's errors, sorted into what the user did and what went wrong on our side. The
+/// cause may be wrapped (an optimizer rule's `Context`, `Shared` across partitions, `External`
+/// from a function), so the whole chain is looked at: a bad regular expression, a cast of a
+/// constant that cannot convert, a division by zero are the query's fault (400s); only failures
+/// of our own (I/O, storage, internal invariants) are 500s.
 fn classify(error: DataFusionError) -> QueryError {
-    match error.find_root() {
-        DataFusionError::ResourcesExhausted(_) => QueryError::Memory,
+    use std::error::Error;
+    let text = error.to_string();
+    let mut current: Option<&(dyn Error + 'static)> = Some(&error);
+    while let Some(cause) = current {
+        if let Some(DataFusionError::ResourcesExhausted(_)) =
+            cause.downcast_ref::<DataFusionError>()
+        {
+            return QueryError::Memory;
+        }
+        if let Some(arrow) = cause.downcast_ref::<datafusion::arrow::error::ArrowError>()
+            && matches!(arrow, datafusion::arrow::error::ArrowError::MemoryError(_))
+        {
+            return QueryError::Memory;
+        }
+        current = cause.source();
+    }
+    if let Some(message) = regex_message(&text) {
+        return QueryError::Query(message);
+    }
+    let root = error.find_root();
+    match root {
         DataFusionError::Plan(_) | DataFusionError::SchemaError(_, _) => {
-            QueryError::Query(clean(&error.find_root().to_string()))
+            QueryError::Query(clean(&root.to_string()))
         }
         DataFusionError::SQL(e, _) => QueryError::Query(clean(&e.to_string())),
         DataFusionError::NotImplemented(message) => {
             QueryError::Query(format!("Not supported: {message}"))
         }
         DataFusionError::Execution(message) => QueryError::Query(clean(message)),
-        DataFusionError::ArrowError(e, _) => QueryError::Query(clean(&e.to_string())),
-        _ => QueryError::Internal(error.to_string()),
+        DataFusionError::ArrowError(e, _) => arrow_error(e, &root.to_string()),
+        DataFusionError::External(inner) => {
+            match inner.downcast_ref::<datafusion::arrow::error::ArrowError>() {
+                Some(e) => arrow_error(e, &root.to_string()),
+                None => QueryError::Internal(text),
+            }
+        }
+        _ => QueryError::Internal(text),
     }
+}
+
+/// Arrow's errors: bad values (casts, arithmetic, parsing, arguments) are the query's fault.
+fn arrow_error(error: &datafusion::arrow::error::ArrowError, text: &str) -> QueryError {
+    use datafusion::arrow::error::ArrowError;
+    match error {
+        ArrowError::CastError(_)
+        | ArrowError::ComputeError(_)
+        | ArrowError::DivideByZero
+        | ArrowError::ArithmeticOverflow(_)
+        | ArrowError::ParseError(_)
+        | ArrowError::InvalidArgumentError(_)
+        | ArrowError::NotYetImplemented(_)
+        | ArrowError::JsonError(_)
+        | ArrowError::CsvError(_) => QueryError::Query(clean(&error.to_string())),
+        _ => QueryError::Internal(text.to_owned()),
+    }
+}
+
+/// The `regex` crate's parse error, wherever it is in a message, as one clear line:
+/// "Invalid regular expression `(`: unclosed group".
+fn regex_message(text: &str) -> Option<String> {
+    let start = text.find("regex parse error:")?;
+    let lines: Vec<&str> = text[start..].lines().map(str::trim).collect();
+    let pattern = lines.get(1).copied().unwrap_or_default();
+    let reason = lines
+        .iter()
+        .find_map(|line| line.strip_prefix("error: "))
+        .unwrap_or("cannot be parsed");
+    Some(format!("Invalid regular expression `{pattern}`: {reason}"))
 }
 
 /// Drops DataFusion's own prefixes and hides our internal names.

@@ -208,6 +208,8 @@ fn literal(value: &Json, path: &str) -> Result<Expr, QueryError> {
 }
 
 /// Unaliased top-level columns are named by their HogQL text (`count()`, `properties.$browser`).
+/// A top-level `count()` column is a UInt64, as in ClickHouse (one cast per output row; inside
+/// expressions counts stay signed, so `count() - 1` cannot underflow).
 fn name_top_level_columns(query: &mut Query) {
     if let SetExpr::Select(select) = query.body.as_mut() {
         for item in &mut select.projection {
@@ -221,7 +223,32 @@ fn name_top_level_columns(query: &mut Query) {
                     alias,
                 };
             }
+            if let SelectItem::ExprWithAlias { expr, .. } = item
+                && is_count(expr)
+            {
+                let count = std::mem::replace(expr, Expr::Value(Value::Null.into()));
+                *expr = Expr::Cast {
+                    kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                    expr: Box::new(count),
+                    data_type: datafusion::sql::sqlparser::ast::DataType::BigIntUnsigned(None),
+                    array: false,
+                    format: None,
+                };
+            }
         }
+    }
+}
+
+/// A plain `count()`/`count(x)`/`count(DISTINCT x)` call (not a window).
+fn is_count(expr: &Expr) -> bool {
+    match expr {
+        Expr::Nested(inner) => is_count(inner),
+        Expr::Function(function) => {
+            function.over.is_none()
+                && matches!(function.name.0.as_slice(),
+                    [ObjectNamePart::Identifier(ident)] if ident.value.eq_ignore_ascii_case("count"))
+        }
+        _ => false,
     }
 }
 
@@ -568,6 +595,24 @@ impl VisitorMut for Rewriter {
                 Err(error) => return ControlFlow::Break(error),
             }
             return ControlFlow::Continue(());
+        }
+        // Date arithmetic with an interval of one unit: a calendar-aware shift (any count
+        // expression; never a failure on a daylight-saving change).
+        if let Expr::BinaryOp {
+            left,
+            op: op @ (BinaryOperator::Plus | BinaryOperator::Minus),
+            right,
+        } = expr
+            && let Some(shifted) =
+                functions::date_arithmetic(left, matches!(op, BinaryOperator::Plus), right)
+        {
+            return match shifted {
+                Ok(shifted) => {
+                    *expr = shifted;
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            };
         }
         // ClickHouse's `/` is always a floating-point division.
         if let Expr::BinaryOp {

@@ -11,8 +11,8 @@ use datafusion::arrow::array::{
     UInt64Builder,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, TimeUnit};
-use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err};
+use datafusion::arrow::datatypes::{DataType, IntervalUnit, TimeUnit};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -36,6 +36,10 @@ enum Kind {
     ToInt,
     ToFloat,
     UniqHash,
+    StartOfWeek,
+    Interval,
+    DateAdd,
+    DateSub,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -43,10 +47,13 @@ struct HogqlFunction {
     name: &'static str,
     kind: Kind,
     signature: Signature,
+    /// The project's time zone (IANA name): naive date-time text is read in it, and the
+    /// date-times these functions make are typed in it.
+    zone: &'static str,
 }
 
-/// Every UDF the rewriter may emit.
-pub fn all() -> Vec<ScalarUDF> {
+/// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
+pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
     [
         ("hogql_prop", Kind::Property),
         ("hogql_json_string", Kind::JsonString),
@@ -64,6 +71,10 @@ pub fn all() -> Vec<ScalarUDF> {
         ("hogql_to_int", Kind::ToInt),
         ("hogql_to_float", Kind::ToFloat),
         ("hogql_uniq_hash", Kind::UniqHash),
+        ("hogql_start_of_week", Kind::StartOfWeek),
+        ("hogql_interval", Kind::Interval),
+        ("hogql_date_add", Kind::DateAdd),
+        ("hogql_date_sub", Kind::DateSub),
     ]
     .into_iter()
     .map(|(name, kind)| {
@@ -71,9 +82,69 @@ pub fn all() -> Vec<ScalarUDF> {
             name,
             kind,
             signature: Signature::variadic_any(Volatility::Immutable),
+            zone: zone.name(),
         })
     })
     .collect()
+}
+
+impl HogqlFunction {
+    /// The zone `toDateTime` reads naive text in and types its result with: its constant second
+    /// argument, or the project's.
+    fn datetime_zone(&self, scalars: &[Option<&ScalarValue>]) -> Result<chrono_tz::Tz> {
+        match scalars.get(1) {
+            None => Ok(self.tz()),
+            Some(Some(
+                ScalarValue::Utf8(Some(name))
+                | ScalarValue::Utf8View(Some(name))
+                | ScalarValue::LargeUtf8(Some(name)),
+            )) => name
+                .parse()
+                .map_err(|_| DataFusionError::Plan(format!("Unknown time zone '{name}'"))),
+            Some(_) => plan_err!("toDateTime: the time zone must be a string constant"),
+        }
+    }
+
+    fn tz(&self) -> chrono_tz::Tz {
+        self.zone.parse().unwrap_or(chrono_tz::UTC)
+    }
+
+    fn data_type(&self, types: &[DataType], scalars: &[Option<&ScalarValue>]) -> Result<DataType> {
+        Ok(match self.kind {
+            Kind::Property | Kind::JsonString | Kind::JsonRaw => DataType::Utf8,
+            Kind::JsonInt | Kind::DateDiff => DataType::Int64,
+            Kind::JsonFloat => DataType::Float64,
+            Kind::JsonBool | Kind::JsonHas => DataType::Boolean,
+            Kind::JsonLength | Kind::Length | Kind::UniqHash => DataType::UInt64,
+            Kind::JsonKeys => DataType::List(Arc::new(
+                datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
+            )),
+            Kind::ToDate | Kind::StartOfWeek => DataType::Date32,
+            Kind::ToInt => DataType::Int64,
+            Kind::ToFloat => DataType::Float64,
+            Kind::ToDateTime => zoned(self.datetime_zone(scalars)?.name()),
+            Kind::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+            Kind::DateAdd | Kind::DateSub => {
+                let unit = unit_argument(scalars.get(2).copied().flatten(), self.name)?;
+                match types.first() {
+                    Some(DataType::Date32 | DataType::Date64) if unit.calendar() => {
+                        DataType::Date32
+                    }
+                    Some(DataType::Timestamp(_, zone)) => {
+                        DataType::Timestamp(TimeUnit::Microsecond, zone.clone())
+                    }
+                    Some(DataType::Interval(_) | DataType::Duration(_)) => {
+                        return plan_err!("Cannot add an interval to an interval");
+                    }
+                    _ => zoned(self.zone),
+                }
+            }
+        })
+    }
+}
+
+fn zoned(zone: &str) -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some(zone.into()))
 }
 
 impl ScalarUDFImpl for HogqlFunction {
@@ -85,21 +156,23 @@ impl ScalarUDFImpl for HogqlFunction {
         &self.signature
     }
 
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(match self.kind {
-            Kind::Property | Kind::JsonString | Kind::JsonRaw => DataType::Utf8,
-            Kind::JsonInt | Kind::DateDiff => DataType::Int64,
-            Kind::JsonFloat => DataType::Float64,
-            Kind::JsonBool | Kind::JsonHas => DataType::Boolean,
-            Kind::JsonLength | Kind::Length | Kind::UniqHash => DataType::UInt64,
-            Kind::JsonKeys => DataType::List(Arc::new(
-                datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
-            )),
-            Kind::ToDate => DataType::Date32,
-            Kind::ToInt => DataType::Int64,
-            Kind::ToFloat => DataType::Float64,
-            Kind::ToDateTime => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-        })
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        self.data_type(arg_types, &[])
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        let types: Vec<DataType> = args
+            .arg_fields
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        let data_type = self.data_type(&types, args.scalar_arguments)?;
+        Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+            self.name, data_type, true,
+        )))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -108,6 +181,7 @@ impl ScalarUDFImpl for HogqlFunction {
             .args
             .iter()
             .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let zone = self.tz();
         let result = match self.kind {
             Kind::Property
             | Kind::JsonString
@@ -118,13 +192,28 @@ impl ScalarUDFImpl for HogqlFunction {
             | Kind::JsonHas
             | Kind::JsonLength => json(self.kind, &args.args, rows)?,
             Kind::JsonKeys => json_keys(&args.args, rows)?,
-            Kind::DateDiff => date_diff(&args.args, rows)?,
+            Kind::DateDiff => date_diff(&args.args, rows, zone)?,
             Kind::Length => length(&args.args, rows)?,
-            Kind::ToDate => to_date(&args.args, rows)?,
-            Kind::ToDateTime => to_datetime(&args.args, rows)?,
+            Kind::ToDate => to_date(&args.args, rows, zone)?,
+            Kind::ToDateTime => {
+                let zone = match args.args.get(1) {
+                    Some(ColumnarValue::Scalar(scalar)) => {
+                        self.datetime_zone(&[None, Some(scalar)])?
+                    }
+                    Some(ColumnarValue::Array(_)) => {
+                        return exec_err!("toDateTime: the time zone must be a string constant");
+                    }
+                    None => zone,
+                };
+                to_datetime(&args.args[..1.min(args.args.len())], rows, zone)?
+            }
             Kind::ToInt => lenient_cast(&args.args, rows, DataType::Int64)?,
             Kind::ToFloat => lenient_cast(&args.args, rows, DataType::Float64)?,
             Kind::UniqHash => uniq_hash(&args.args, rows)?,
+            Kind::StartOfWeek => start_of_week(&args.args, rows, zone)?,
+            Kind::Interval => interval(&args.args, rows)?,
+            Kind::DateAdd => date_add(&args.args, rows, zone, 1)?,
+            Kind::DateSub => date_add(&args.args, rows, zone, -1)?,
         };
         if all_scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
@@ -409,31 +498,45 @@ fn json(kind: Kind, args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
 fn timestamps(
     value: &ColumnarValue,
     rows: usize,
+    default_zone: chrono_tz::Tz,
 ) -> Result<(TimestampMicrosecondArray, chrono_tz::Tz)> {
     let array = value.to_array(rows)?;
-    let zone = match array.data_type() {
-        DataType::Timestamp(_, Some(zone)) => zone.parse().unwrap_or(chrono_tz::UTC),
-        _ => chrono_tz::UTC,
-    };
-    let array = match array.data_type() {
-        DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => {
-            to_datetime(std::slice::from_ref(value), rows)?
+    let (array, zone) = match array.data_type() {
+        DataType::Timestamp(_, Some(zone)) => {
+            (array.clone(), zone.parse().unwrap_or(chrono_tz::UTC))
         }
-        _ => array,
+        // Naive date-times are their own wall time.
+        DataType::Timestamp(_, None) => (array, chrono_tz::UTC),
+        _ => (
+            to_datetime(std::slice::from_ref(value), rows, default_zone)?,
+            default_zone,
+        ),
     };
-    let micros = cast(&array, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
-    Ok((micros.as_primitive().clone(), zone))
+    Ok((micros(&array)?, zone))
 }
 
-fn date_diff(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
+/// The raw microseconds (UTC instants, or wall times when naive) of a timestamp array.
+fn micros(array: &ArrayRef) -> Result<TimestampMicrosecondArray> {
+    let zone = match array.data_type() {
+        DataType::Timestamp(_, zone) => zone.clone(),
+        _ => None,
+    };
+    let micros = cast(array, &DataType::Timestamp(TimeUnit::Microsecond, zone))?;
+    Ok(micros
+        .as_primitive::<datafusion::arrow::datatypes::TimestampMicrosecondType>()
+        .clone()
+        .with_timezone_opt(None::<Arc<str>>))
+}
+
+fn date_diff(args: &[ColumnarValue], rows: usize, default_zone: chrono_tz::Tz) -> Result<ArrayRef> {
     let unit = match argument(args, 0, "dateDiff")? {
         ColumnarValue::Scalar(
             ScalarValue::Utf8(Some(unit)) | ScalarValue::Utf8View(Some(unit)),
         ) => unit.to_lowercase(),
         _ => return exec_err!("dateDiff: the unit must be a string constant"),
     };
-    let (start, zone) = timestamps(argument(args, 1, "dateDiff")?, rows)?;
-    let (end, _) = timestamps(argument(args, 2, "dateDiff")?, rows)?;
+    let (start, zone) = timestamps(argument(args, 1, "dateDiff")?, rows, default_zone)?;
+    let (end, _) = timestamps(argument(args, 2, "dateDiff")?, rows, default_zone)?;
     let unit = unit.trim_end_matches('s').to_owned();
     let seconds = |micros: i64| micros.div_euclid(1_000_000);
     let local = |micros: i64| -> NaiveDateTime {
@@ -494,12 +597,35 @@ fn length(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
 }
 
 /// Lenient parsing as ClickHouse's `*BestEffortOrNull`: dates, date-times with a space or a
-/// `T`, fractions, a zone suffix; anything else is NULL.
-fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
+/// `T`, fractions, a zone suffix; anything else is NULL. Text without an offset is a wall time in
+/// `zone` (the project's time zone, as PostHog reads it); `Z` or an offset keeps its own.
+fn parse_datetime(text: &str, zone: chrono_tz::Tz) -> Option<DateTime<Utc>> {
     let text = text.trim();
     if let Ok(parsed) = DateTime::parse_from_rfc3339(text) {
         return Some(parsed.with_timezone(&Utc));
     }
+    for format in [
+        "%Y-%m-%d %H:%M:%S%.f%#z",
+        "%Y-%m-%d %H:%M:%S%#z",
+        "%Y-%m-%dT%H:%M:%S%.f%#z",
+        "%Y-%m-%d %H:%M%#z",
+        "%Y-%m-%dT%H:%M%#z",
+    ] {
+        if let Ok(parsed) = DateTime::parse_from_str(text, format) {
+            return Some(parsed.with_timezone(&Utc));
+        }
+    }
+    if let Some(naive) = text
+        .strip_suffix('Z')
+        .or_else(|| text.strip_suffix(" UTC"))
+        .and_then(naive_datetime)
+    {
+        return Some(naive.and_utc());
+    }
+    naive_datetime(text).map(|naive| resolve_local(naive, zone))
+}
+
+fn naive_datetime(text: &str) -> Option<NaiveDateTime> {
     for format in [
         "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M:%S%.f",
@@ -507,33 +633,48 @@ fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
         "%Y-%m-%dT%H:%M",
     ] {
         if let Ok(parsed) = NaiveDateTime::parse_from_str(text, format) {
-            return Some(parsed.and_utc());
-        }
-    }
-    for format in ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%#z"] {
-        if let Ok(parsed) = DateTime::parse_from_str(text, format) {
-            return Some(parsed.with_timezone(&Utc));
+            return Some(parsed);
         }
     }
     NaiveDate::parse_from_str(text, "%Y-%m-%d")
         .ok()
         .and_then(|date| date.and_hms_opt(0, 0, 0))
-        .map(|moment| moment.and_utc())
 }
 
-fn to_datetime(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
+/// The instant of a wall time in `zone`: the earlier one when the clock goes back, and the
+/// time as read with the offset before the change when the clock skips it (02:30 on a spring-
+/// forward night in New York is 03:30 EDT).
+pub(crate) fn resolve_local(naive: NaiveDateTime, zone: chrono_tz::Tz) -> DateTime<Utc> {
+    use chrono::LocalResult;
+    use chrono::Offset;
+    match zone.from_local_datetime(&naive) {
+        LocalResult::Single(moment) => moment.with_timezone(&Utc),
+        LocalResult::Ambiguous(earliest, _) => earliest.with_timezone(&Utc),
+        LocalResult::None => {
+            let before = naive - chrono::Duration::hours(3);
+            let offset = zone
+                .offset_from_local_datetime(&before)
+                .earliest()
+                .map(|offset| offset.fix().local_minus_utc())
+                .unwrap_or(0);
+            (naive - chrono::Duration::seconds(offset as i64)).and_utc()
+        }
+    }
+}
+
+fn to_datetime(args: &[ColumnarValue], rows: usize, zone: chrono_tz::Tz) -> Result<ArrayRef> {
     let array = argument(args, 0, "toDateTime")?.to_array(rows)?;
-    let target = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+    let target = zoned(zone.name());
     match array.data_type() {
         DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => {
             let text = cast(&array, &DataType::Utf8)?;
             let text = text.as_string::<i32>();
             let mut out =
-                TimestampMicrosecondBuilder::with_capacity(text.len()).with_timezone("UTC");
+                TimestampMicrosecondBuilder::with_capacity(text.len()).with_timezone(zone.name());
             for row in 0..text.len() {
                 out.append_option(
                     (!text.is_null(row))
-                        .then(|| parse_datetime(text.value(row)))
+                        .then(|| parse_datetime(text.value(row), zone))
                         .flatten()
                         .map(|moment| moment.timestamp_micros()),
                 );
@@ -556,32 +697,298 @@ fn to_datetime(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
                 &datafusion::arrow::array::Int64Array::new_scalar(1_000_000),
             )?;
             let plain = cast(&micros, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
-            Ok(cast(&plain, &target)?)
+            let plain = plain
+                .as_primitive::<datafusion::arrow::datatypes::TimestampMicrosecondType>()
+                .clone()
+                .with_timezone(zone.name());
+            Ok(Arc::new(plain))
+        }
+        // A date is its midnight in the zone.
+        DataType::Date32 | DataType::Date64 => {
+            let dates = cast(&array, &DataType::Date32)?;
+            let dates = dates.as_primitive::<datafusion::arrow::datatypes::Date32Type>();
+            let mut out =
+                TimestampMicrosecondBuilder::with_capacity(dates.len()).with_timezone(zone.name());
+            for row in 0..dates.len() {
+                out.append_option((!dates.is_null(row)).then(|| {
+                    let midnight = date_of(dates.value(row)).and_time(chrono::NaiveTime::MIN);
+                    resolve_local(midnight, zone).timestamp_micros()
+                }));
+            }
+            Ok(Arc::new(out.finish()))
         }
         _ => Ok(cast(&array, &target)?),
     }
 }
 
-fn to_date(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
+fn date_of(days: i32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default() + chrono::Duration::days(days as i64)
+}
+
+fn days_of(date: NaiveDate) -> i32 {
+    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+    (date - epoch).num_days() as i32
+}
+
+fn to_date(args: &[ColumnarValue], rows: usize, zone: chrono_tz::Tz) -> Result<ArrayRef> {
     let array = argument(args, 0, "toDate")?.to_array(rows)?;
     match array.data_type() {
         DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => {
             let text = cast(&array, &DataType::Utf8)?;
             let text = text.as_string::<i32>();
-            let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
             let mut out = Date32Builder::with_capacity(text.len());
             for row in 0..text.len() {
                 out.append_option(
                     (!text.is_null(row))
-                        .then(|| parse_datetime(text.value(row)))
+                        .then(|| parse_datetime(text.value(row), zone))
                         .flatten()
-                        .map(|moment| (moment.date_naive() - epoch).num_days() as i32),
+                        .map(|moment| days_of(moment.with_timezone(&zone).date_naive())),
                 );
             }
             Ok(Arc::new(out.finish()))
         }
+        // Zoned date-times give their local date (Arrow's cast reads them in their zone).
         _ => Ok(cast(&array, &DataType::Date32)?),
     }
+}
+
+/// The calendar date of each row: dates as they are, zoned date-times in their zone, naive ones
+/// as written, text read as `toDateTime` reads it.
+fn local_dates(
+    value: &ColumnarValue,
+    rows: usize,
+    zone: chrono_tz::Tz,
+) -> Result<Vec<Option<NaiveDate>>> {
+    let array = value.to_array(rows)?;
+    let array = match array.data_type() {
+        DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _) | DataType::Null => array,
+        _ => to_datetime(std::slice::from_ref(value), rows, zone)?,
+    };
+    let dates = cast(&array, &DataType::Date32)?;
+    let dates = dates.as_primitive::<datafusion::arrow::datatypes::Date32Type>();
+    Ok((0..dates.len())
+        .map(|row| (!dates.is_null(row)).then(|| date_of(dates.value(row))))
+        .collect())
+}
+
+/// `toStartOfWeek(x, mode)`: the Sunday (even modes) or Monday (odd modes) starting the week of
+/// x's calendar date. Works on dates, so a daylight-saving change cannot make it fail.
+fn start_of_week(args: &[ColumnarValue], rows: usize, zone: chrono_tz::Tz) -> Result<ArrayRef> {
+    let monday = match args.get(1) {
+        None => false,
+        Some(ColumnarValue::Scalar(mode)) => match mode.cast_to(&DataType::Int64)? {
+            ScalarValue::Int64(Some(mode)) => mode.rem_euclid(2) == 1,
+            _ => false,
+        },
+        Some(ColumnarValue::Array(_)) => {
+            return exec_err!("toStartOfWeek: the mode must be a constant");
+        }
+    };
+    let dates = local_dates(argument(args, 0, "toStartOfWeek")?, rows, zone)?;
+    let mut out = Date32Builder::with_capacity(dates.len());
+    for date in dates {
+        out.append_option(date.map(|date| {
+            let back = if monday {
+                date.weekday().num_days_from_monday()
+            } else {
+                date.weekday().num_days_from_sunday()
+            };
+            days_of(date) - back as i32
+        }));
+    }
+    Ok(Arc::new(out.finish()))
+}
+
+/// A unit of `toInterval*`/`dateAdd`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Quarter,
+    Year,
+}
+
+impl Unit {
+    fn parse(text: &str) -> Option<Unit> {
+        let text = text.trim().to_lowercase();
+        Some(match text.trim_end_matches('s') {
+            "second" => Unit::Second,
+            "minute" => Unit::Minute,
+            "hour" => Unit::Hour,
+            "day" => Unit::Day,
+            "week" => Unit::Week,
+            "month" => Unit::Month,
+            "quarter" => Unit::Quarter,
+            "year" => Unit::Year,
+            _ => return None,
+        })
+    }
+
+    /// Days and longer follow the calendar (a day across a DST change is 23 or 25 hours).
+    fn calendar(self) -> bool {
+        !matches!(self, Unit::Second | Unit::Minute | Unit::Hour)
+    }
+
+    /// (months, days, microseconds) of `n` units.
+    fn parts(self, n: i64) -> Option<(i64, i64, i64)> {
+        Some(match self {
+            Unit::Second => (0, 0, n.checked_mul(1_000_000)?),
+            Unit::Minute => (0, 0, n.checked_mul(60_000_000)?),
+            Unit::Hour => (0, 0, n.checked_mul(3_600_000_000)?),
+            Unit::Day => (0, n, 0),
+            Unit::Week => (0, n.checked_mul(7)?, 0),
+            Unit::Month => (n, 0, 0),
+            Unit::Quarter => (n.checked_mul(3)?, 0, 0),
+            Unit::Year => (n.checked_mul(12)?, 0, 0),
+        })
+    }
+}
+
+fn unit_argument(scalar: Option<&ScalarValue>, function: &str) -> Result<Unit> {
+    match scalar {
+        Some(
+            ScalarValue::Utf8(Some(text))
+            | ScalarValue::Utf8View(Some(text))
+            | ScalarValue::LargeUtf8(Some(text)),
+        ) => Unit::parse(text)
+            .ok_or_else(|| DataFusionError::Plan(format!("{function}: unknown unit '{text}'"))),
+        _ => plan_err!("{function}: the unit must be a string constant"),
+    }
+}
+
+fn unit_column(args: &[ColumnarValue], index: usize, function: &str) -> Result<Unit> {
+    match argument(args, index, function)? {
+        ColumnarValue::Scalar(scalar) => unit_argument(Some(scalar), function),
+        ColumnarValue::Array(_) => exec_err!("{function}: the unit must be a string constant"),
+    }
+}
+
+/// Whole counts of units (fractions are truncated, as a cast does).
+fn counts(value: &ColumnarValue, rows: usize) -> Result<datafusion::arrow::array::Int64Array> {
+    let array = value.to_array(rows)?;
+    Ok(cast(&array, &DataType::Int64)?.as_primitive().clone())
+}
+
+/// `toIntervalDay(n)` and the like, for any integer expression n.
+fn interval(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
+    use datafusion::arrow::array::IntervalMonthDayNanoBuilder;
+    use datafusion::arrow::datatypes::IntervalMonthDayNano;
+    let unit = unit_column(args, 1, "toInterval")?;
+    let n = counts(argument(args, 0, "toInterval")?, rows)?;
+    let mut out = IntervalMonthDayNanoBuilder::with_capacity(n.len());
+    for row in 0..n.len() {
+        if n.is_null(row) {
+            out.append_null();
+            continue;
+        }
+        let Some((months, days, micros)) = unit.parts(n.value(row)) else {
+            return exec_err!("Interval out of range");
+        };
+        let (Ok(months), Ok(days), Some(nanos)) = (
+            i32::try_from(months),
+            i32::try_from(days),
+            micros.checked_mul(1000),
+        ) else {
+            return exec_err!("Interval out of range");
+        };
+        out.append_value(IntervalMonthDayNano::new(months, days, nanos));
+    }
+    Ok(Arc::new(out.finish()))
+}
+
+fn shift_date(date: NaiveDate, months: i64, days: i64) -> Option<NaiveDate> {
+    let date = if months >= 0 {
+        date.checked_add_months(chrono::Months::new(u32::try_from(months).ok()?))?
+    } else {
+        date.checked_sub_months(chrono::Months::new(u32::try_from(-months).ok()?))?
+    };
+    date.checked_add_signed(chrono::Duration::try_days(days)?)
+}
+
+/// `dateAdd`/`dateSub` and `x ± toInterval*(n)`: calendar units move the wall time in x's zone
+/// (months clamp to the month's end, as in ClickHouse), shorter units move the instant. Dates
+/// stay dates for calendar units.
+fn date_add(
+    args: &[ColumnarValue],
+    rows: usize,
+    zone: chrono_tz::Tz,
+    sign: i64,
+) -> Result<ArrayRef> {
+    let unit = unit_column(args, 2, "dateAdd")?;
+    let n = counts(argument(args, 1, "dateAdd")?, rows)?;
+    let value = argument(args, 0, "dateAdd")?;
+    let array = value.to_array(rows)?;
+    let out_of_range = || DataFusionError::Execution("dateAdd: date out of range".into());
+    let parts = |row: usize| -> Result<Option<(i64, i64, i64)>> {
+        if n.is_null(row) {
+            return Ok(None);
+        }
+        let count = n.value(row).checked_mul(sign).ok_or_else(out_of_range)?;
+        unit.parts(count).map(Some).ok_or_else(out_of_range)
+    };
+    if matches!(array.data_type(), DataType::Date32 | DataType::Date64) && unit.calendar() {
+        let dates = cast(&array, &DataType::Date32)?;
+        let dates = dates.as_primitive::<datafusion::arrow::datatypes::Date32Type>();
+        let mut out = Date32Builder::with_capacity(dates.len());
+        for row in 0..dates.len() {
+            match (dates.is_null(row), parts(row)?) {
+                (false, Some((months, days, _))) => out.append_value(days_of(
+                    shift_date(date_of(dates.value(row)), months, days).ok_or_else(out_of_range)?,
+                )),
+                _ => out.append_null(),
+            }
+        }
+        return Ok(Arc::new(out.finish()));
+    }
+    let (array, tz) = match array.data_type() {
+        DataType::Timestamp(_, Some(name)) => {
+            let tz: chrono_tz::Tz = name.parse().unwrap_or(chrono_tz::UTC);
+            (array.clone(), Some(tz))
+        }
+        DataType::Timestamp(_, None) => (array, None),
+        _ => (
+            to_datetime(std::slice::from_ref(value), rows, zone)?,
+            Some(zone),
+        ),
+    };
+    let values = micros(&array)?;
+    let mut out = TimestampMicrosecondBuilder::with_capacity(values.len());
+    for row in 0..values.len() {
+        let Some((months, days, micros)) = parts(row)? else {
+            out.append_null();
+            continue;
+        };
+        if values.is_null(row) {
+            out.append_null();
+            continue;
+        }
+        let mut moment = values.value(row);
+        if months != 0 || days != 0 {
+            let instant =
+                DateTime::<Utc>::from_timestamp_micros(moment).ok_or_else(out_of_range)?;
+            let wall = match tz {
+                Some(tz) => instant.with_timezone(&tz).naive_local(),
+                None => instant.naive_utc(),
+            };
+            let date = shift_date(wall.date(), months, days).ok_or_else(out_of_range)?;
+            let wall = date.and_time(wall.time());
+            moment = match tz {
+                Some(tz) => resolve_local(wall, tz),
+                None => wall.and_utc(),
+            }
+            .timestamp_micros();
+        }
+        out.append_value(moment.checked_add(micros).ok_or_else(out_of_range)?);
+    }
+    let out = out.finish();
+    Ok(Arc::new(match tz {
+        Some(tz) => out.with_timezone(tz.name()),
+        None => out,
+    }))
 }
 
 fn json_keys(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
