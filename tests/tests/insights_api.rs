@@ -87,6 +87,16 @@ async fn nodes_run_like_sql_and_see_only_their_project() {
         assert_eq!(second["is_cached"], json!(true), "{name}");
         assert_eq!(second["results"], first["results"], "{name}");
 
+        // An old node is upgraded before it runs: version 3 series items had no `kind`.
+        let mut old = trend("$pageview");
+        old["version"] = json!(3);
+        old["series"][0]
+            .as_object_mut()
+            .map(|item| item.remove("kind"));
+        let (status, upgraded) = post(&world, &path, &key, json!({"query": old})).await;
+        assert_eq!(status, StatusCode::OK, "{name} {upgraded}");
+        assert_eq!(upgraded["results"][0]["data"], json!([2, 0, 1]), "{name}");
+
         // The other project's node sees its own 7 events only.
         let (status, theirs) = post(
             &world,
@@ -194,6 +204,14 @@ async fn invalid_nodes_are_400s_naming_the_field() {
         (
             json!({"kind": "RetentionQuery", "retentionFilter": {"period": "Decade"}}),
             "query.retentionFilter.period",
+        ),
+        (
+            json!({"kind": "TrendsQuery", "series": [series(json!({}))], "dateRage": {}}),
+            "query.dateRage",
+        ),
+        (
+            json!({"kind": "TrendsQuery", "series": [series(json!({"evnt": "x"}))]}),
+            "query.series[0].evnt",
         ),
     ];
     for (node, attr) in cases {

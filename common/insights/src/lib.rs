@@ -5,6 +5,7 @@
 
 pub mod date_range;
 pub mod events_query;
+mod fields;
 pub mod filters;
 pub mod funnels;
 pub mod hogql_filters;
@@ -93,6 +94,9 @@ impl Compiled {
 
 /// Compiles an (already upgraded) node of one of [`KINDS`].
 pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
+    if let Some(kind) = node.get("kind").and_then(Value::as_str) {
+        fields::check(node, kind)?;
+    }
     match node.get("kind").and_then(Value::as_str) {
         Some("EventsQuery") => events_query::compile(node, ctx),
         Some("TrendsQuery") => trends::compile(node, ctx),

@@ -83,7 +83,12 @@ async fn register_events(
             table
                 .update_datafusion_session(&ctx.state())
                 .map_err(internal)?;
-            let provider = table.table_provider().await.map_err(internal)?;
+            // The session's Parquet settings (no late materialization) apply to the scan too.
+            let provider = table
+                .table_provider()
+                .with_session(Arc::new(ctx.state()))
+                .await
+                .map_err(internal)?;
             ctx.register_table(RAW_EVENTS, provider).map_err(internal)?;
         }
         None => {

@@ -374,6 +374,36 @@ fn text_value<'a>(
     })
 }
 
+/// A quick test that rules a key out without parsing: a key is written `"key"` in JSON text unless
+/// escaped, so text without that substring and without any backslash cannot have it. Most rows
+/// lack most properties, and two SIMD scans are far cheaper than a parse.
+struct KeyProbe {
+    quoted: Option<memchr::memmem::Finder<'static>>,
+}
+
+impl KeyProbe {
+    fn new(steps: &[Step]) -> Self {
+        let quoted = match steps.first() {
+            Some(Step::Key(key))
+                if !key.chars().any(|c| c == '"' || c == '\\' || c.is_control()) =>
+            {
+                Some(memchr::memmem::Finder::new(format!("\"{key}\"").as_bytes()).into_owned())
+            }
+            _ => None,
+        };
+        Self { quoted }
+    }
+
+    /// False only when the text surely lacks the first key.
+    fn may_have(&self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        match &self.quoted {
+            Some(finder) => finder.find(bytes).is_some() || memchr::memchr(b'\\', bytes).is_some(),
+            None => true,
+        }
+    }
+}
+
 fn text_values(kind: Kind, input: &StringArray, steps: &[Step]) -> ArrayRef {
     let missing = if kind == Kind::Property {
         None
@@ -381,12 +411,17 @@ fn text_values(kind: Kind, input: &StringArray, steps: &[Step]) -> ArrayRef {
         Some("")
     };
     let mut builder = StringBuilder::with_capacity(input.len(), input.value_data().len() / 4);
+    let probe = KeyProbe::new(steps);
     for row in 0..input.len() {
         if input.is_null(row) {
             builder.append_option(missing);
             continue;
         }
         let text = input.value(row);
+        if !probe.may_have(text) {
+            builder.append_option(missing);
+            continue;
+        }
         let mut jiter = Jiter::new(text.as_bytes());
         match seek(&mut jiter, steps) {
             Ok(true) => match text_value(kind, &mut jiter, text) {
@@ -403,11 +438,12 @@ fn json(kind: Kind, args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
     let owned = text_rows(argument(args, 0, "JSON")?, rows)?;
     let input = owned.as_string::<i32>();
     let steps = path(&args[1..])?;
+    let probe = KeyProbe::new(&steps);
     macro_rules! each {
         ($builder:expr, $missing:expr, $extract:expr) => {{
             let mut builder = $builder;
             for row in 0..input.len() {
-                if input.is_null(row) {
+                if input.is_null(row) || !probe.may_have(input.value(row)) {
                     builder.append_option($missing);
                     continue;
                 }
@@ -1032,4 +1068,40 @@ fn lenient_cast(args: &[ColumnarValue], rows: usize, target: DataType) -> Result
     Ok(datafusion::arrow::compute::cast_with_options(
         &array, &target, &options,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn property(texts: &[Option<&str>], key: &str) -> Vec<Option<String>> {
+        let input = StringArray::from(texts.to_vec());
+        let output = text_values(Kind::Property, &input, &[Step::Key(key.into())]);
+        let output = output.as_string::<i32>();
+        (0..output.len())
+            .map(|row| (!output.is_null(row)).then(|| output.value(row).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_key_probe_never_hides_a_key() {
+        let texts = [
+            Some(r#"{"plan": "pro", "amount": 12}"#),
+            Some(r#"{"plan": "pro"}"#),
+            // Escaped in the text: the probe must not rule it out.
+            Some(r#"{"\u0061mount": 7}"#),
+            // The name inside a value is not the key.
+            Some(r#"{"note": "amount"}"#),
+            None,
+        ];
+        assert_eq!(
+            property(&texts, "amount"),
+            [Some("12".into()), None, Some("7".into()), None, None]
+        );
+        // Keys the probe cannot quote are looked up by parsing.
+        assert_eq!(
+            property(&[Some(r#"{"a\"b": 1}"#)], "a\"b"),
+            [Some("1".into())]
+        );
+    }
 }
