@@ -92,6 +92,19 @@ async fn sql_over_captured_events() {
             "{name} {body}"
         );
 
+        // A SELECT's aliases can be named in the select list and in WHERE, as in ClickHouse.
+        let body = sql(&world, team, "select properties.$browser as b, count() as n, n * 2 as twice from events where b != 'Safari' group by b order by b").await;
+        assert_eq!(
+            body["results"],
+            json!([["Chrome", 10, 20], ["Firefox", 10, 20]]),
+            "{name} {body}"
+        );
+        let body = sql(&world, team, "select toInt(properties.amount) as amount, amount + 1 as next from events where amount = 3 and next = 4").await;
+        assert_eq!(body["results"], json!([[3, 4]]), "{name} {body}");
+        // An alias's own expression means the column, and a subquery keeps its own scope.
+        let body = sql(&world, team, "select upper(event) as event from events where event = 'SIGNED_UP' and event in (select upper(event) as e from events where event = 'signed_up') limit 1").await;
+        assert_eq!(body["results"], json!([["SIGNED_UP"]]), "{name} {body}");
+
         let body = sql(&world, team, "select count(distinct distinct_id), count(DISTINCT properties.$browser), countDistinct(event), count(*), COUNT(event) from events").await;
         assert_eq!(
             body["results"],

@@ -1,6 +1,7 @@
 //! The SQL dialect (HogQL-compatible, ClickHouse-flavoured) on DataFusion: parse, check and
 //! rewrite the text, register only the project's own tables, run under memory and time limits.
 
+mod aliases;
 mod functions;
 mod funnel;
 mod parse;

@@ -62,6 +62,7 @@ pub fn rewrite(
             _ => bind(path, bindings),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    super::aliases::inline(&mut query);
     name_top_level_columns(&mut query);
     let mut rewriter = Rewriter {
         tables: tables.iter().map(|t| t.to_string()).collect(),
