@@ -101,6 +101,9 @@ async fn sql_over_captured_events() {
         );
         let body = sql(&world, team, "select toInt(properties.amount) as amount, amount + 1 as next from events where amount = 3 and next = 4").await;
         assert_eq!(body["results"], json!([[3, 4]]), "{name} {body}");
+        // Lambdas over arrays built from events.
+        let body = sql(&world, team, "select arrayExists(x -> x = 'signed_up', groupArray(event)), length(arrayFilter(x -> x = 'Chrome', groupArray(properties.$browser))) from events").await;
+        assert_eq!(body["results"], json!([[1, 10]]), "{name} {body}");
         // An alias's own expression means the column, and a subquery keeps its own scope.
         let body = sql(&world, team, "select upper(event) as event from events where event = 'SIGNED_UP' and event in (select upper(event) as e from events where event = 'signed_up') limit 1").await;
         assert_eq!(body["results"], json!([["SIGNED_UP"]]), "{name} {body}");

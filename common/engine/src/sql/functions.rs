@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
-    ObjectNamePart, Value,
+    ObjectNamePart, UnaryOperator, Value,
 };
 
 use super::{QueryError, template};
@@ -586,6 +586,12 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ),
         ("arrayJoin", meta(1, 1, Rename("unnest"))),
         ("arraySort", meta(1, 1, Rename("array_sort"))),
+        // Lambdas (`x -> x * 2`) come first in ClickHouse, second in DataFusion.
+        ("arrayMap", meta(2, 2, Special(array_map))),
+        ("arrayFilter", meta(2, 2, Special(array_filter))),
+        ("arrayExists", meta(2, 2, Special(array_exists))),
+        ("arrayAll", meta(2, 2, Special(array_all))),
+        ("arrayFirst", meta(2, 2, Special(array_first))),
         ("arrayDistinct", meta(1, 1, Rename("array_distinct"))),
         ("arrayConcat", meta(2, ANY, Rename("array_concat"))),
         ("arraySlice", meta(2, 3, Special(array_slice))),
@@ -1021,6 +1027,63 @@ fn multi_if(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     }
     text.push_str(&format!(" ELSE {}{} END", template::SLOT, args.len() - 1));
     template::expr(&text, &args)
+}
+
+/// `f(lambda, array)` as DataFusion's higher-order `name(array, lambda)`; the lambda is passed as
+/// it is (a template would parenthesize it, which DataFusion does not take for a lambda).
+fn higher_order(name: &str, mut args: Vec<Expr>) -> Result<Expr, QueryError> {
+    let array = args.pop();
+    let lambda = args.pop();
+    let (Some(array), Some(Expr::Lambda(lambda))) = (array, lambda) else {
+        return Err(QueryError::Query(format!(
+            "{name}: the first argument must be a lambda such as x -> x * 2, the second an array"
+        )));
+    };
+    if lambda.params.len() != 1 {
+        return Err(QueryError::Query(
+            "Lambdas over several arrays are not supported: use one parameter".into(),
+        ));
+    }
+    let mut call = template::call(name, &[array, number(0.0)])?;
+    if let Expr::Function(function) = &mut call
+        && let FunctionArguments::List(list) = &mut function.args
+        && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(slot))) = list.args.get_mut(1)
+    {
+        *slot = Expr::Lambda(lambda);
+    }
+    Ok(call)
+}
+
+fn array_map(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    higher_order("array_transform", args)
+}
+
+fn array_filter(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    higher_order("array_filter", args)
+}
+
+fn array_exists(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    higher_order("array_any_match", args)
+}
+
+fn array_first(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    higher_order("array_first", args)
+}
+
+/// `arrayAll(f, a)`: no element fails `f`.
+fn array_all(mut args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    if let Some(Expr::Lambda(lambda)) = args.first_mut() {
+        let body = std::mem::replace(lambda.body.as_mut(), Expr::Value(Value::Null.into()));
+        *lambda.body = Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            expr: Box::new(Expr::Nested(Box::new(body))),
+        };
+    }
+    let any_fails = higher_order("array_any_match", args)?;
+    Ok(Expr::UnaryOp {
+        op: UnaryOperator::Not,
+        expr: Box::new(Expr::Nested(Box::new(any_fails))),
+    })
 }
 
 /// `toTimeZone(t, 'Zone')`: the zone must be a constant IANA name.
