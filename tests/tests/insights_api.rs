@@ -97,6 +97,26 @@ async fn nodes_run_like_sql_and_see_only_their_project() {
         assert_eq!(status, StatusCode::OK, "{name} {upgraded}");
         assert_eq!(upgraded["results"][0]["data"], json!([2, 0, 1]), "{name}");
 
+        // `refresh: async` answers a fresh cached result at once; `force_async` queues anyway.
+        let (status, at_once) = post(
+            &world,
+            &path,
+            &key,
+            json!({"query": trend("$pageview"), "refresh": "async"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{name} {at_once}");
+        assert_eq!(at_once["is_cached"], json!(true), "{name}");
+        assert_eq!(at_once["results"], first["results"], "{name}");
+        let (status, queued) = post(
+            &world,
+            &path,
+            &key,
+            json!({"query": trend("$pageview"), "refresh": "force_async"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{name} {queued}");
+
         // The other project's node sees its own 7 events only.
         let (status, theirs) = post(
             &world,

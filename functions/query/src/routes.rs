@@ -109,6 +109,12 @@ async fn execute(
     if mode.is_async() {
         // Checked now, so a bad query is a 400 here rather than a failed job later.
         runner::check(project, &node).map_err(|e| api_error(&e))?;
+        // `async` (not `force_async`) answers a fresh cached result at once.
+        if !mode.forced()
+            && let Some(cached) = runner::cached(state, project, &node).await
+        {
+            return Ok(axum::Json(cached).into_response());
+        }
         let longest = chrono::Duration::from_std(state.config.query.timeout)
             .unwrap_or(chrono::Duration::minutes(10));
         let status = QueryStatus::new(

@@ -154,57 +154,126 @@ pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Va
     outcome.map_err(|(error, _)| error)
 }
 
+/// What a run needs before executing: its prepared queries (one for SQL, one or more for a
+/// structured node), a session for each, and the cache key when the result may be cached.
+struct Planned {
+    queries: Vec<sql::Prepared>,
+    sessions: Vec<sql::Session>,
+    compiled: Option<insights::Compiled>,
+    cache_key: Option<String>,
+}
+
+async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Planned, QueryError> {
+    let (compiled, queries) = match &node.structured {
+        Some(structured) => {
+            let (compiled, queries) = compile_structured(project, structured)?;
+            (Some(compiled), queries)
+        }
+        None => (
+            None,
+            vec![sql::prepare(&node.text, &bindings(project, node)?)?],
+        ),
+    };
+    let limits = limits(state);
+    let mut sessions = Vec::with_capacity(queries.len());
+    for query in &queries {
+        sessions
+            .push(sql::open_session(state, project.id, &project.timezone, query, &limits).await?);
+    }
+    // The events table's version is in the key, so a cached result is never stale; queries over
+    // persons or the log (which change without a version) are not cached.
+    let cacheable = queries
+        .iter()
+        .all(|query| query.tables.iter().all(|t| t == "events"));
+    let cache_key = cacheable.then(|| {
+        cache::key(
+            project.id,
+            &project.timezone,
+            &joined(&queries, |query| &query.sql),
+            sessions.first().and_then(|s| s.events_version),
+        )
+    });
+    Ok(Planned {
+        queries,
+        sessions,
+        compiled,
+        cache_key,
+    })
+}
+
+fn joined(queries: &[sql::Prepared], text: impl Fn(&sql::Prepared) -> &str) -> String {
+    queries.iter().map(text).collect::<Vec<_>>().join(";\n")
+}
+
+/// The cached result of this node, when a fresh one exists (`refresh: async` answers it at
+/// once instead of queueing).
+pub async fn cached(state: &AppState, project: &Project, node: &SqlNode) -> Option<Value> {
+    let planned = plan(state, project, node).await.ok()?;
+    load_cached(state, project.id, planned.cache_key.as_deref()?).await
+}
+
+async fn load_cached(state: &AppState, team_id: i64, key: &str) -> Option<Value> {
+    let mut cached = cache::load(state, team_id, key).await?;
+    cached["is_cached"] = Value::Bool(true);
+    cached["query_status"] = Value::Null;
+    Some(cached)
+}
+
+/// Runs the planned queries in turn (they share the time limit), then shapes the response: the
+/// SQL answer, or the structured node's assembly of its tables.
 async fn execute(
     run: &Run<'_>,
     cancelled: impl Future<Output = ()>,
     record: &mut QueryLogRecord,
 ) -> Result<Value, (QueryError, bool)> {
-    if let Some(node) = &run.node.structured {
-        return execute_structured(run, node, cancelled, record).await;
-    }
-    let prepared = bindings(run.project, run.node)
-        .and_then(|bindings| sql::prepare(&run.node.text, &bindings))
+    let started = Instant::now();
+    let planned = plan(run.state, run.project, run.node)
+        .await
         .map_err(|e| (e, true))?;
-    let limits = limits(run.state);
-    let session = sql::open_session(
-        run.state,
-        run.project.id,
-        &run.project.timezone,
-        &prepared,
-        &limits,
-    )
-    .await
-    .map_err(|e| (e, true))?;
-    // The events table's version is in the key, so a cached result is never stale; queries over
-    // persons or the log (which change without a version) are not cached.
-    let cache_key = (prepared.tables.iter().all(|t| t == "events")).then(|| {
-        cache::key(
-            run.project.id,
-            &run.project.timezone,
-            &prepared.sql,
-            session.events_version,
-        )
-    });
-    if let Some(key) = &cache_key
+    if let Some(key) = &planned.cache_key
         && !run.force
-        && let Some(mut cached) = cache::load(run.state, run.project.id, key).await
+        && let Some(cached) = load_cached(run.state, run.project.id, key).await
     {
-        cached["is_cached"] = Value::Bool(true);
-        cached["query_status"] = Value::Null;
         record.result_rows = cached["results"].as_array().map_or(0, |r| r.len() as u64);
         return Ok(cached);
     }
-    let output = tokio::select! {
-        output = session.execute(&prepared, &limits) => output.map_err(|e| (e, false))?,
-        _ = cancelled => return Err((QueryError::Cancelled, false)),
+    let limits = limits(run.state);
+    tokio::pin!(cancelled);
+    let mut outputs = Vec::with_capacity(planned.queries.len());
+    for (query, session) in planned.queries.iter().zip(&planned.sessions) {
+        let left = limits.timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Err((QueryError::Timeout, false));
+        }
+        let bounded = Limits {
+            timeout: left,
+            ..limits
+        };
+        let output = tokio::select! {
+            output = session.execute(query, &bounded) => output.map_err(|e| (e, false))?,
+            _ = &mut cancelled => return Err((QueryError::Cancelled, false)),
+        };
+        record.read_rows += output.read_rows;
+        record.read_bytes += output.read_bytes;
+        record.result_bytes += output.result_bytes;
+        record.memory_usage = record.memory_usage.max(output.memory_usage);
+        outputs.push(output);
+    }
+    let cache_key = planned.cache_key.as_deref();
+    let response = match planned.compiled {
+        None => match (planned.queries.first(), outputs.pop()) {
+            (Some(query), Some(output)) => response(run, query, output, cache_key),
+            _ => return Err((QueryError::Internal("no query was run".into()), false)),
+        },
+        Some(compiled) => {
+            structured_response(run, &planned.queries, compiled, outputs, started, cache_key)
+                .map_err(|e| (e, false))?
+        }
     };
-    record.read_rows = output.read_rows;
-    record.read_bytes = output.read_bytes;
-    record.result_rows = output.results.len() as u64;
-    record.result_bytes = output.result_bytes;
-    record.memory_usage = output.memory_usage;
-    let response = response(run, &prepared, output, cache_key.as_deref());
-    if let Some(key) = &cache_key {
+    record.result_rows = response["results"]
+        .as_array()
+        .map_or(0, |rows| rows.len() as u64);
+    if let Some(key) = cache_key {
         cache::store(run.state, run.project.id, key, &response).await;
     }
     Ok(response)
@@ -259,76 +328,19 @@ pub fn compile_structured(
     Ok((compiled, prepared))
 }
 
-/// A structured node: its queries run in turn (sharing the time limit), their tables assembled
-/// into the node's response; cached as one result.
-async fn execute_structured(
+/// A structured node's response: its queries' tables assembled by the node, with the common
+/// fields (the timings name each query).
+fn structured_response(
     run: &Run<'_>,
-    node: &Value,
-    cancelled: impl Future<Output = ()>,
-    record: &mut QueryLogRecord,
-) -> Result<Value, (QueryError, bool)> {
-    let started = Instant::now();
-    let (compiled, prepared) = compile_structured(run.project, node).map_err(|e| (e, true))?;
-    let limits = limits(run.state);
-    let mut sessions = Vec::with_capacity(prepared.len());
-    for query in &prepared {
-        let session = sql::open_session(
-            run.state,
-            run.project.id,
-            &run.project.timezone,
-            query,
-            &limits,
-        )
-        .await
-        .map_err(|e| (e, true))?;
-        sessions.push(session);
-    }
-    let all_sql = prepared
-        .iter()
-        .map(|query| query.sql.as_str())
-        .collect::<Vec<_>>()
-        .join(";\n");
-    let events_version = sessions.first().and_then(|s| s.events_version);
-    let cache_key = prepared
-        .iter()
-        .all(|query| query.tables.iter().all(|t| t == "events"))
-        .then(|| {
-            cache::key(
-                run.project.id,
-                &run.project.timezone,
-                &all_sql,
-                events_version,
-            )
-        });
-    if let Some(key) = &cache_key
-        && !run.force
-        && let Some(mut cached) = cache::load(run.state, run.project.id, key).await
-    {
-        cached["is_cached"] = Value::Bool(true);
-        cached["query_status"] = Value::Null;
-        return Ok(cached);
-    }
-    tokio::pin!(cancelled);
-    let mut tables = Vec::with_capacity(prepared.len());
+    queries: &[sql::Prepared],
+    compiled: insights::Compiled,
+    outputs: Vec<Output>,
+    started: Instant,
+    cache_key: Option<&str>,
+) -> Result<Value, QueryError> {
     let mut timings = Vec::new();
-    for (index, (query, session)) in prepared.iter().zip(&sessions).enumerate() {
-        // The node's queries share one time limit.
-        let left = limits.timeout.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return Err((QueryError::Timeout, false));
-        }
-        let bounded = Limits {
-            timeout: left,
-            ..limits
-        };
-        let output = tokio::select! {
-            output = session.execute(query, &bounded) => output.map_err(|e| (e, false))?,
-            _ = &mut cancelled => return Err((QueryError::Cancelled, false)),
-        };
-        record.read_rows += output.read_rows;
-        record.read_bytes += output.read_bytes;
-        record.result_bytes += output.result_bytes;
-        record.memory_usage = record.memory_usage.max(output.memory_usage);
+    let mut tables = Vec::with_capacity(outputs.len());
+    for (index, output) in outputs.into_iter().enumerate() {
         timings.extend(
             output
                 .timings
@@ -342,24 +354,16 @@ async fn execute_structured(
         });
     }
     timings.push((".".into(), started.elapsed().as_secs_f64()));
-    let assembled = compiled
-        .assemble(tables)
-        .map_err(|error| (invalid(error), false))?;
-    let hogql = prepared
-        .iter()
-        .map(|query| query.hogql.as_str())
-        .collect::<Vec<_>>()
-        .join(";\n");
-    let mut response = common_fields(run, &hogql, &all_sql, &timings, cache_key.as_deref());
+    let assembled = compiled.assemble(tables).map_err(invalid)?;
+    let mut response = common_fields(
+        run,
+        &joined(queries, |query| &query.hogql),
+        &joined(queries, |query| &query.sql),
+        &timings,
+        cache_key,
+    );
     if let (Value::Object(fields), Value::Object(specific)) = (&mut response, assembled) {
-        record.result_rows = specific
-            .get("results")
-            .and_then(Value::as_array)
-            .map_or(0, |rows| rows.len() as u64);
         fields.extend(specific);
-    }
-    if let Some(key) = &cache_key {
-        cache::store(run.state, run.project.id, key, &response).await;
     }
     Ok(response)
 }
