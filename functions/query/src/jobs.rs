@@ -24,9 +24,12 @@ pub async fn enqueue(state: &AppState, team_id: i64, query_id: &str) -> Result<(
                 tokio::sync::OnceCell::const_new();
             let client = CLIENT
                 .get_or_init(|| async {
-                    let config =
-                        aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-                    aws_sdk_sqs::Client::new(&config)
+                    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+                    // An emulator's endpoint (AWS_ENDPOINT_URL), as for the store and objects.
+                    if let Some(endpoint) = &state.config.aws_endpoint_url {
+                        loader = loader.endpoint_url(endpoint);
+                    }
+                    aws_sdk_sqs::Client::new(&loader.load().await)
                 })
                 .await;
             client

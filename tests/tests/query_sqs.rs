@@ -1,0 +1,87 @@
+//! Async queries in the AWS shape: the query function puts a job on SQS, the worker function
+//! takes it from there and runs it, and the status in the Store is what the client polls. Runs
+//! against the emulator only (there is no queue embedded: jobs run in-process there).
+
+use std::sync::Arc;
+
+use api_tests::World;
+use axum::http::{Method, StatusCode};
+use common::testing::{TestState, emulator_endpoint};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn async_queries_go_through_sqs_to_the_worker() {
+    let (Some(mut cloud), Some(endpoint)) = (TestState::cloud().await, emulator_endpoint()) else {
+        return; // no emulator: nothing to run against
+    };
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(&endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let queue = sqs
+        .create_queue()
+        .queue_name(format!("query-jobs-{}", uuid::Uuid::new_v4().simple()))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let mut config = (*cloud.state.config).clone();
+    config.query.job_queue_url = Some(queue.clone());
+    config.aws_endpoint_url = Some(endpoint);
+    cloud.state.config = Arc::new(config);
+    let world = World::on(cloud).await;
+    let team = world.bootstrap.project.id;
+    let path = format!("/api/projects/{team}/query/");
+    let body = json!({"query": {"kind": "HogQLQuery", "query": "select 40 + 2 as answer"},
+                      "async": true, "client_query_id": "through-sqs"});
+    let (status, queued) = world
+        .send(
+            Method::POST,
+            &path,
+            Some(world.admin_key()),
+            Some(&body.to_string()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+
+    // Nothing runs it here: the job waits on the queue.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (status, waiting) = world
+        .get(&format!("{path}through-sqs/"), Some(world.admin_key()))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{waiting}");
+    assert_eq!(waiting["query_status"]["complete"], json!(false));
+
+    // The worker gets the SQS batch Lambda would hand it.
+    let received = sqs
+        .receive_message()
+        .queue_url(&queue)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap();
+    let records: Vec<Value> = received
+        .messages()
+        .iter()
+        .map(|message| json!({"eventSource": "aws:sqs", "body": message.body().unwrap_or("")}))
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let report = worker::handle(&world.backend.state, json!({"Records": records}))
+        .await
+        .unwrap();
+    assert_eq!(report["queries"], json!(1), "{report}");
+
+    let (status, done) = world
+        .get(&format!("{path}through-sqs/"), Some(world.admin_key()))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["query_status"]["complete"], json!(true));
+    assert_eq!(
+        done["query_status"]["results"]["results"],
+        json!([[42]]),
+        "{done}"
+    );
+}
