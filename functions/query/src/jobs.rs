@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::errors::exposed_message;
 use crate::runner::{self, Run};
+use crate::slots;
 use crate::status::{self, QueryStatus};
 
 /// How often a running job looks for a cancel.
@@ -94,7 +95,7 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) {
             return;
         }
     };
-    let _slot = runner::next_slot(state, team_id).await;
+    let slot = slots::wait(state, team_id).await;
     let node = status.job.node();
     let caller = status.job.caller();
     let started = std::time::Instant::now();
@@ -112,6 +113,9 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) {
         cancelled(state, team_id, id),
     )
     .await;
+    if let Some(slot) = slot {
+        slot.release().await;
+    }
     let elapsed = started.elapsed();
     match outcome {
         Ok(response) => {

@@ -8,6 +8,7 @@ pub mod jobs;
 mod request;
 mod routes;
 mod runner;
+mod slots;
 mod status;
 
 use axum::Router;

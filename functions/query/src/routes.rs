@@ -14,6 +14,7 @@ use crate::errors::api_error;
 use crate::jobs;
 use crate::request::{Mode, QueryRequest};
 use crate::runner::{self, Caller, Run};
+use crate::slots;
 use crate::status::{Job, QueryStatus};
 
 const QUERY_READ: Scope = Scope::read("query");
@@ -145,10 +146,10 @@ async fn execute(
             Err(other) => return Err(other.into()),
         }
     }
-    let Some(_slot) = runner::slot(state, project.id) else {
+    let Some(slot) = slots::acquire(state, project.id).await? else {
         return Err(too_busy());
     };
-    let response = runner::run(
+    let outcome = runner::run(
         Run {
             state,
             project,
@@ -161,9 +162,9 @@ async fn execute(
         },
         std::future::pending(),
     )
-    .await
-    .map_err(|e| api_error(&e))?;
-    Ok(axum::Json(response).into_response())
+    .await;
+    slot.release().await;
+    Ok(axum::Json(outcome.map_err(|e| api_error(&e))?).into_response())
 }
 
 fn too_busy() -> ApiError {

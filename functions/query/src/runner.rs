@@ -1,9 +1,7 @@
 //! One execution of a SQL node for a project: prepare, serve from cache when fresh, else run
 //! under the configured limits; every execution leaves a query log record.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
@@ -12,7 +10,6 @@ use common::models::Project;
 use engine::sql::query_log::{self, QueryLogRecord};
 use engine::sql::{self, Limits, Output, QueryError};
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::cache;
 use crate::errors::log_exception;
@@ -55,52 +52,6 @@ pub fn limits(state: &AppState) -> Limits {
         memory_bytes: state.config.query.memory_bytes,
         timeout: state.config.query.timeout,
     }
-}
-
-/// Per-project slots, by (configuration, project): the bound comes from the configuration.
-struct Slots {
-    config: std::sync::Weak<common::config::Config>,
-    semaphore: Arc<Semaphore>,
-}
-
-static RUNNING: LazyLock<Mutex<HashMap<(usize, i64), Slots>>> = LazyLock::new(Default::default);
-
-fn semaphore(state: &AppState, team_id: i64) -> Option<Arc<Semaphore>> {
-    let key = (Arc::as_ptr(&state.config) as usize, team_id);
-    let mut running = RUNNING.lock().ok()?;
-    // Same address and still alive: the same configuration.
-    let current = running
-        .get(&key)
-        .filter(|slots| {
-            slots
-                .config
-                .upgrade()
-                .is_some_and(|c| Arc::ptr_eq(&c, &state.config))
-        })
-        .map(|slots| slots.semaphore.clone());
-    if let Some(semaphore) = current {
-        return Some(semaphore);
-    }
-    running.retain(|_, slots| slots.config.strong_count() > 0);
-    let semaphore = Arc::new(Semaphore::new(state.config.query.concurrency));
-    running.insert(
-        key,
-        Slots {
-            config: Arc::downgrade(&state.config),
-            semaphore: semaphore.clone(),
-        },
-    );
-    Some(semaphore)
-}
-
-/// A slot among the project's concurrent queries in this process, or None when all are taken.
-pub fn slot(state: &AppState, team_id: i64) -> Option<OwnedSemaphorePermit> {
-    semaphore(state, team_id)?.try_acquire_owned().ok()
-}
-
-/// A slot, once one frees up (queued async work waits its turn rather than failing).
-pub async fn next_slot(state: &AppState, team_id: i64) -> Option<OwnedSemaphorePermit> {
-    semaphore(state, team_id)?.acquire_owned().await.ok()
 }
 
 /// Runs (or serves from cache) and answers PostHog's HogQLQueryResponse; `cancelled`
