@@ -117,6 +117,43 @@ async fn nodes_run_like_sql_and_see_only_their_project() {
         .await;
         assert_eq!(status, StatusCode::ACCEPTED, "{name} {queued}");
 
+        // Weeks start on the project's week_start_day (Nov 1, 2026 is a Sunday).
+        let weekly = |node: Value| {
+            let mut node = node;
+            node["interval"] = json!("week");
+            json!({"query": node})
+        };
+        let (status, sunday) = post(&world, &path, &key, weekly(trend("$pageview"))).await;
+        assert_eq!(status, StatusCode::OK, "{name} {sunday}");
+        assert_eq!(
+            sunday["results"][0]["days"],
+            json!(["2026-11-01"]),
+            "{name}"
+        );
+        assert_eq!(sunday["results"][0]["data"], json!([3]), "{name}");
+        for (day, expected) in [
+            (json!(3), StatusCode::BAD_REQUEST),
+            (json!(1), StatusCode::OK),
+        ] {
+            let (status, body) = world
+                .send(
+                    Method::PATCH,
+                    &format!("/api/projects/{}/", mine.id),
+                    Some(world.admin_key()),
+                    Some(&json!({"week_start_day": day}).to_string()),
+                )
+                .await;
+            assert_eq!(status, expected, "{name} {body}");
+        }
+        let (status, monday) = post(&world, &path, &key, weekly(trend("$pageview"))).await;
+        assert_eq!(status, StatusCode::OK, "{name} {monday}");
+        assert_eq!(
+            monday["results"][0]["days"],
+            json!(["2026-10-26", "2026-11-02"]),
+            "{name}"
+        );
+        assert_eq!(monday["results"][0]["data"], json!([2, 1]), "{name}");
+
         // The other project's node sees its own 7 events only.
         let (status, theirs) = post(
             &world,

@@ -243,7 +243,7 @@ fn context(project: &Project) -> insights::Context {
     insights::Context {
         timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
         now: Utc::now(),
-        week_start_day: 0,
+        week_start_day: project.week_start_day.unwrap_or(0),
         check_expression: sql::check_expression,
     }
 }

@@ -12,6 +12,7 @@ pub fn project(project: &Project) -> Value {
         "api_token": project.api_token,
         "name": project.name,
         "timezone": project.timezone,
+        "week_start_day": project.week_start_day,
         "created_at": project.created_at,
         "updated_at": project.updated_at.unwrap_or(project.created_at),
     })

@@ -52,11 +52,12 @@ pub async fn retrieve(
 pub struct ProjectChanges {
     name: Option<String>,
     timezone: Option<String>,
+    week_start_day: Option<u8>,
 }
 
 const MAX_NAME_CHARS: usize = 200;
 
-/// `PATCH /api/projects/:project_id/` with `name` and/or `timezone`.
+/// `PATCH /api/projects/:project_id/` with `name`, `timezone` and/or `week_start_day`.
 pub async fn update(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -91,12 +92,24 @@ pub async fn update(
             format!("\"{timezone}\" is not a valid choice."),
         ));
     }
+    if let Some(day) = changes.week_start_day
+        && day > 1
+    {
+        return Err(ApiError::field(
+            "week_start_day",
+            "invalid_choice",
+            format!("\"{day}\" is not a valid choice: 0 (Sunday) or 1 (Monday)."),
+        ));
+    }
     let updated = Project::update(store, project.id, |project| {
         if let Some(name) = &name {
             project.name = name.clone();
         }
         if let Some(timezone) = &changes.timezone {
             project.timezone = timezone.clone();
+        }
+        if let Some(day) = changes.week_start_day {
+            project.week_start_day = Some(day);
         }
     })
     .await?;

@@ -15,6 +15,9 @@ pub struct Project {
     pub name: String,
     /// IANA time zone name.
     pub timezone: String,
+    /// The first day of a week in insights: 0 Sunday, 1 Monday (None: Sunday, PostHog's default).
+    #[serde(default)]
+    pub week_start_day: Option<u8>,
     /// `phc_...`: public, identifies the project to capture.
     pub api_token: String,
     pub created_at: DateTime<Utc>,
@@ -59,6 +62,7 @@ impl Project {
             organization_id: new.organization_id,
             name: new.name.to_owned(),
             timezone: new.timezone.to_owned(),
+            week_start_day: None,
             api_token: random_token("phc_", 43),
             created_at: Utc::now(),
             updated_at: None,
