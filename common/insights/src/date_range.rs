@@ -15,8 +15,8 @@
 //! weeks, months) is done on wall-clock dates so DST days are 23 or 25 hours long.
 
 use chrono::{
-    DateTime, Datelike, Duration, LocalResult, Months, NaiveDate, NaiveDateTime, NaiveTime,
-    TimeZone, Timelike, Utc,
+    DateTime, Datelike, Duration, Months, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike,
+    Utc,
 };
 use chrono_tz::Tz;
 use serde_json::Value;
@@ -173,8 +173,8 @@ impl Range {
             let new_to = truncate_naive(new_from + length, Interval::Hour) + Duration::hours(1)
                 - Duration::microseconds(1);
             return Range {
-                from: localize(new_from, tz).with_timezone(&Utc),
-                to: localize(new_to, tz).with_timezone(&Utc),
+                from: common::dates::wall_time(new_from, tz).with_timezone(&Utc),
+                to: common::dates::wall_time(new_to, tz).with_timezone(&Utc),
             };
         }
         let mut new_from = shifted.date().and_time(NaiveTime::MIN);
@@ -190,8 +190,8 @@ impl Range {
         }
         let new_to = end_of_day(new_from + length);
         Range {
-            from: localize(new_from, tz).with_timezone(&Utc),
-            to: localize(new_to, tz).with_timezone(&Utc),
+            from: common::dates::wall_time(new_from, tz).with_timezone(&Utc),
+            to: common::dates::wall_time(new_to, tz).with_timezone(&Utc),
         }
     }
 
@@ -209,7 +209,8 @@ impl Range {
         let tz = ctx.timezone;
         let shift = |instant: DateTime<Utc>| {
             let naive = instant.with_timezone(&tz).naive_local();
-            localize(relative.apply(naive, ctx.week_start_day), tz).with_timezone(&Utc)
+            common::dates::wall_time(relative.apply(naive, ctx.week_start_day), tz)
+                .with_timezone(&Utc)
         };
         Ok(Range {
             from: shift(self.from),
@@ -272,7 +273,7 @@ pub fn resolve(
         Some("all") => {
             return Ok(Range {
                 from: ALL_FROM,
-                to: localize(to, tz).with_timezone(&Utc),
+                to: common::dates::wall_time(to, tz).with_timezone(&Utc),
             });
         }
         None => now.date().and_time(NaiveTime::MIN) - Duration::days(7),
@@ -289,8 +290,8 @@ pub fn resolve(
         };
     }
     let range = Range {
-        from: localize(from, tz).with_timezone(&Utc),
-        to: localize(to, tz).with_timezone(&Utc),
+        from: common::dates::wall_time(from, tz).with_timezone(&Utc),
+        to: common::dates::wall_time(to, tz).with_timezone(&Utc),
     };
     if range.from > range.to {
         return Err(Invalid::new(from_attr, "date_from is after date_to."));
@@ -306,11 +307,11 @@ pub fn bucket_start(instant: DateTime<Utc>, interval: Interval, ctx: &Context) -
         // Minutes and hours are cut on the instant so both 01:00 of a DST fall-back day stay apart.
         Interval::Minute | Interval::Hour => {
             let naive = truncate_naive(local.naive_local(), interval);
-            let offset = local.offset().fix_offset();
+            let offset = chrono::Offset::fix(local.offset()).local_minus_utc();
             let start = naive - Duration::seconds(offset.into());
             tz.from_utc_datetime(&start)
         }
-        Interval::Day => localize(local.date_naive().and_time(NaiveTime::MIN), tz),
+        Interval::Day => common::dates::wall_time(local.date_naive().and_time(NaiveTime::MIN), tz),
         Interval::Week => {
             let date = local.date_naive();
             let days_back = if ctx.week_start_day == 1 {
@@ -318,12 +319,12 @@ pub fn bucket_start(instant: DateTime<Utc>, interval: Interval, ctx: &Context) -
             } else {
                 date.weekday().num_days_from_sunday()
             };
-            localize(
+            common::dates::wall_time(
                 (date - Duration::days(days_back.into())).and_time(NaiveTime::MIN),
                 tz,
             )
         }
-        Interval::Month => localize(
+        Interval::Month => common::dates::wall_time(
             first_of_month(local.date_naive()).and_time(NaiveTime::MIN),
             tz,
         ),
@@ -336,11 +337,11 @@ pub fn next_bucket(start: DateTime<Tz>, interval: Interval) -> DateTime<Tz> {
     match interval {
         Interval::Minute => start + Duration::minutes(1),
         Interval::Hour => start + Duration::hours(1),
-        Interval::Day => localize(
+        Interval::Day => common::dates::wall_time(
             start.date_naive().and_time(NaiveTime::MIN) + Duration::days(1),
             tz,
         ),
-        Interval::Week => localize(
+        Interval::Week => common::dates::wall_time(
             start.date_naive().and_time(NaiveTime::MIN) + Duration::days(7),
             tz,
         ),
@@ -348,14 +349,14 @@ pub fn next_bucket(start: DateTime<Tz>, interval: Interval) -> DateTime<Tz> {
             let next = first_of_month(start.date_naive())
                 .checked_add_months(Months::new(1))
                 .unwrap_or(NaiveDate::MAX);
-            localize(next.and_time(NaiveTime::MIN), tz)
+            common::dates::wall_time(next.and_time(NaiveTime::MIN), tz)
         }
     }
 }
 
 /// `moment` moved by whole days of the wall clock (a DST day is 23 or 25 hours long).
 pub fn add_days(moment: DateTime<Tz>, days: i64) -> DateTime<Tz> {
-    localize(
+    common::dates::wall_time(
         moment.naive_local() + Duration::days(days),
         moment.timezone(),
     )
@@ -405,7 +406,7 @@ pub fn parse_engine_time(value: &Value, ctx: &Context) -> Option<DateTime<Tz>> {
             return Some(moment.with_timezone(&ctx.timezone));
         }
     }
-    naive_datetime(text).map(|naive| localize(naive, ctx.timezone))
+    common::dates::naive_datetime(text).map(|naive| common::dates::wall_time(naive, ctx.timezone))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,9 +546,9 @@ pub fn parse_instant(text: &str, ctx: &Context) -> Option<DateTime<Utc>> {
             let now = ctx.now.with_timezone(&ctx.timezone).naive_local();
             relative.apply(now, ctx.week_start_day)
         }
-        None => naive_datetime(text)?,
+        None => common::dates::naive_datetime(text)?,
     };
-    Some(localize(naive, ctx.timezone).with_timezone(&Utc))
+    Some(common::dates::wall_time(naive, ctx.timezone).with_timezone(&Utc))
 }
 
 fn with_offset(text: &str) -> Option<DateTime<chrono::FixedOffset>> {
@@ -566,55 +567,12 @@ fn parse_absolute(text: &str, tz: Tz, attr: &str) -> Result<NaiveDateTime, Inval
     if let Some(moment) = with_offset(text) {
         return Ok(moment.with_timezone(&tz).naive_local());
     }
-    naive_datetime(text).ok_or_else(|| {
+    common::dates::naive_datetime(text).ok_or_else(|| {
         Invalid::new(
             attr,
             format!("'{text}' is neither an ISO date/datetime nor a relative date such as -7d, -1m, mStart or all."),
         )
     })
-}
-
-fn naive_datetime(text: &str) -> Option<NaiveDateTime> {
-    for format in [
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M",
-    ] {
-        if let Ok(naive) = NaiveDateTime::parse_from_str(text, format) {
-            return Some(naive);
-        }
-    }
-    NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        .ok()
-        .map(|date| date.and_time(NaiveTime::MIN))
-}
-
-/// A wall time of `tz` as an instant. An ambiguous time (DST fall-back) takes the earlier
-/// instant; a skipped one (spring-forward gap) is read with the offset before the gap, as
-/// Python's zoneinfo does (02:30 on a New York spring-forward day is 03:30 EDT).
-fn localize(naive: NaiveDateTime, tz: Tz) -> DateTime<Tz> {
-    match tz.from_local_datetime(&naive) {
-        LocalResult::Single(moment) => moment,
-        LocalResult::Ambiguous(earlier, _) => earlier,
-        LocalResult::None => {
-            let before = tz
-                .offset_from_utc_datetime(&(naive - Duration::days(1)))
-                .fix_offset();
-            tz.from_utc_datetime(&(naive - Duration::seconds(before.into())))
-        }
-    }
-}
-
-trait FixOffset {
-    /// Seconds east of UTC.
-    fn fix_offset(&self) -> i32;
-}
-
-impl FixOffset for <Tz as TimeZone>::Offset {
-    fn fix_offset(&self) -> i32 {
-        chrono::Offset::fix(self).local_minus_utc()
-    }
 }
 
 fn truncate_naive(naive: NaiveDateTime, interval: Interval) -> NaiveDateTime {

@@ -654,48 +654,12 @@ fn parse_datetime(text: &str, zone: chrono_tz::Tz) -> Option<DateTime<Utc>> {
     if let Some(naive) = text
         .strip_suffix('Z')
         .or_else(|| text.strip_suffix(" UTC"))
-        .and_then(naive_datetime)
+        .and_then(common::dates::naive_datetime)
     {
         return Some(naive.and_utc());
     }
-    naive_datetime(text).map(|naive| resolve_local(naive, zone))
-}
-
-fn naive_datetime(text: &str) -> Option<NaiveDateTime> {
-    for format in [
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M",
-    ] {
-        if let Ok(parsed) = NaiveDateTime::parse_from_str(text, format) {
-            return Some(parsed);
-        }
-    }
-    NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        .ok()
-        .and_then(|date| date.and_hms_opt(0, 0, 0))
-}
-
-/// The instant of a wall time in `zone`: the earlier one when the clock goes back, and the
-/// time as read with the offset before the change when the clock skips it (02:30 on a spring-
-/// forward night in New York is 03:30 EDT).
-pub(crate) fn resolve_local(naive: NaiveDateTime, zone: chrono_tz::Tz) -> DateTime<Utc> {
-    use chrono::LocalResult;
-    use chrono::Offset;
-    match zone.from_local_datetime(&naive) {
-        LocalResult::Single(moment) => moment.with_timezone(&Utc),
-        LocalResult::Ambiguous(earliest, _) => earliest.with_timezone(&Utc),
-        LocalResult::None => {
-            let before = naive - chrono::Duration::hours(3);
-            let offset = zone
-                .offset_from_local_datetime(&before)
-                .earliest()
-                .map(|offset| offset.fix().local_minus_utc())
-                .unwrap_or(0);
-            (naive - chrono::Duration::seconds(offset as i64)).and_utc()
-        }
-    }
+    common::dates::naive_datetime(text)
+        .map(|naive| common::dates::wall_time(naive, zone).with_timezone(&Utc))
 }
 
 fn to_datetime(args: &[ColumnarValue], rows: usize, zone: chrono_tz::Tz) -> Result<ArrayRef> {
@@ -748,7 +712,9 @@ fn to_datetime(args: &[ColumnarValue], rows: usize, zone: chrono_tz::Tz) -> Resu
             for row in 0..dates.len() {
                 out.append_option((!dates.is_null(row)).then(|| {
                     let midnight = date_of(dates.value(row)).and_time(chrono::NaiveTime::MIN);
-                    resolve_local(midnight, zone).timestamp_micros()
+                    common::dates::wall_time(midnight, zone)
+                        .with_timezone(&Utc)
+                        .timestamp_micros()
                 }));
             }
             Ok(Arc::new(out.finish()))
@@ -1013,7 +979,7 @@ fn date_add(
             let date = shift_date(wall.date(), months, days).ok_or_else(out_of_range)?;
             let wall = date.and_time(wall.time());
             moment = match tz {
-                Some(tz) => resolve_local(wall, tz),
+                Some(tz) => common::dates::wall_time(wall, tz).with_timezone(&Utc),
                 None => wall.and_utc(),
             }
             .timestamp_micros();
