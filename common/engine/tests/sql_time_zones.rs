@@ -69,3 +69,19 @@ fn single_expressions_only() {
         assert!(sql::check_expression(bad).is_err(), "{bad}");
     }
 }
+
+#[tokio::test]
+async fn intervals_written_with_their_unit_inside_the_string() {
+    let day = first_value(
+        "select toDateTime('2026-11-02 00:00:00Z') - interval '1 day'",
+        "UTC",
+    )
+    .await;
+    assert_eq!(day, "2026-11-01T00:00:00+00:00");
+    let week = first_value(
+        "select toDateTime('2026-11-08 00:00:00Z') - INTERVAL '7 days'",
+        "UTC",
+    )
+    .await;
+    assert_eq!(week, "2026-11-01T00:00:00+00:00");
+}

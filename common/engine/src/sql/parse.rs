@@ -24,7 +24,7 @@ pub fn parse(text: &str) -> Result<Parsed, QueryError> {
     let tokens = Tokenizer::new(&dialect, text)
         .tokenize_with_location()
         .map_err(|e| QueryError::Syntax(e.to_string()))?;
-    let (tokens, placeholders) = rewrite_tokens(tokens)?;
+    let (tokens, placeholders) = rewrite_tokens(split_interval_strings(tokens))?;
     let mut statements = Parser::new(&dialect)
         .with_recursion_limit(RECURSION_LIMIT)
         .with_tokens_with_locations(tokens)
@@ -117,6 +117,71 @@ fn rewrite_tokens(
     Ok((out, placeholders))
 }
 
+const INTERVAL_UNITS: &[&str] = &[
+    "second", "minute", "hour", "day", "week", "month", "quarter", "year",
+];
+
+/// The unit of an interval word (`days` → `DAY`), if it is one.
+fn interval_unit(word: &str) -> Option<String> {
+    let singular = word.to_lowercase();
+    let singular = singular.strip_suffix('s').unwrap_or(&singular);
+    INTERVAL_UNITS
+        .contains(&singular)
+        .then(|| singular.to_uppercase())
+}
+
+/// `INTERVAL '1 day'` (unit inside the string, as HogQL takes it) becomes `INTERVAL '1' DAY`,
+/// which the ClickHouse dialect parses; `INTERVAL '1' DAY` and `INTERVAL 1 DAY` are left as
+/// they are.
+fn split_interval_strings(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let next_meaningful = |tokens: &[TokenWithSpan], from: usize| {
+        (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+    };
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut index = 0;
+    while index < tokens.len() {
+        let is_interval = matches!(&tokens[index].token, Token::Word(word)
+            if word.keyword == datafusion::sql::sqlparser::keywords::Keyword::INTERVAL);
+        out.push(tokens[index].clone());
+        index += 1;
+        if !is_interval {
+            continue;
+        }
+        let Some(literal) = next_meaningful(&tokens, index) else {
+            continue;
+        };
+        let Token::SingleQuotedString(text) = &tokens[literal].token else {
+            continue;
+        };
+        let unit_follows = next_meaningful(&tokens, literal + 1).is_some_and(|after| {
+            matches!(&tokens[after].token, Token::Word(word) if interval_unit(&word.value).is_some())
+        });
+        let mut parts = text.split_whitespace();
+        let (Some(amount), Some(unit), None) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(unit) = interval_unit(unit) else {
+            continue;
+        };
+        if unit_follows || amount.parse::<f64>().is_err() {
+            continue;
+        }
+        let span = tokens[literal].span;
+        out.extend(tokens[index..literal].iter().cloned());
+        out.push(TokenWithSpan::new(
+            Token::SingleQuotedString(amount.to_owned()),
+            span,
+        ));
+        out.push(TokenWithSpan::new(
+            Token::Whitespace(datafusion::sql::sqlparser::tokenizer::Whitespace::Space),
+            span,
+        ));
+        out.push(TokenWithSpan::new(Token::make_keyword(&unit), span));
+        index = literal + 1;
+    }
+    out
+}
+
 fn is_dollar_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next() == Some('$')
@@ -148,6 +213,19 @@ mod tests {
         assert!(text.contains("`$session_id`"), "{text}");
         assert!(text.contains("event = __placeholder_0"), "{text}");
         assert_eq!(parsed.placeholders, vec!["name".to_owned()]);
+    }
+
+    #[test]
+    fn intervals_with_the_unit_inside_the_string() {
+        for (sql, expected) in [
+            ("select now() - interval '1 day'", "INTERVAL '1' DAY"),
+            ("select now() - INTERVAL '7 days'", "INTERVAL '7' DAY"),
+            ("select now() - interval '2' hour", "INTERVAL '2' HOUR"),
+            ("select now() - interval 3 month", "INTERVAL 3 MONTH"),
+        ] {
+            let text = parse(sql).unwrap().query.to_string();
+            assert!(text.contains(expected), "{sql}: {text}");
+        }
     }
 
     #[test]
