@@ -1,8 +1,33 @@
-"""What the structured-node checks against DuckDB share: calling the API as the project's owner,
-posting a node, and moving the project to another time zone."""
+"""What the checks against DuckDB share: the server's last log lines, the failure report,
+calling the API as the project's owner, posting a node, and moving the project to another time
+zone."""
+import collections
 import json
+import threading
 import urllib.error
 import urllib.request
+
+
+def keep_logs(server):
+    """The server's last 50 stderr lines, kept while it runs (shown when a check fails)."""
+    logs = collections.deque(maxlen=50)
+
+    def drain():
+        for line in server.process.stderr:
+            logs.append(line)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return logs
+
+
+def report(backend, failures, logs, checks):
+    """Prints every mismatch, with the server's log, and fails when there is any."""
+    for failure in failures:
+        print(f"{backend}: MISMATCH {failure}\n")
+    if failures:
+        if logs:
+            print(f"{backend}: the server's last log lines:\n" + "".join(logs))
+        raise AssertionError(f"{len(failures)} of {checks} checks failed")
 
 
 def request(server, method, path, body):

@@ -16,14 +16,12 @@ numerically, relative dates are wall-clock arithmetic in the project's zone...):
 
 Run: `python tests/sdk/test_events_query_duckdb.py <analytics binary> [emulator endpoint]`.
 """
-import collections
 import datetime
 import json
 import math
 import os
 import random
 import sys
-import threading
 import uuid
 from zoneinfo import ZoneInfo
 
@@ -32,8 +30,8 @@ import duckdb
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import DUCKDB_SETUP, capture, drain, wait_until_visible  # noqa: E402
-from node_harness import post_node, set_timezone  # noqa: E402
+from test_query_duckdb import DUCKDB_SETUP, capture, wait_until_visible  # noqa: E402
+from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 ZONE_NAME = "America/New_York"
@@ -471,8 +469,7 @@ def run_error_cases(checks):
 
 def check(backend, events):
     server = Server(backend)
-    logs = collections.deque(maxlen=50)
-    threading.Thread(target=drain, args=(server.process.stderr, logs), daemon=True).start()
+    logs = keep_logs(server)
     try:
         set_timezone(server, ZONE_NAME)
         capture(server, events)
@@ -492,12 +489,7 @@ def check(backend, events):
         run_window_cases(checks)
         run_page_cases(checks)
         run_error_cases(checks)
-        for failure in checks.failures:
-            print(f"{backend}: MISMATCH {failure}\n")
-        if checks.failures:
-            if logs:
-                print(f"{backend}: the server's last log lines:\n" + "".join(logs))
-            raise AssertionError(f"{len(checks.failures)} problems in {checks.count} EventsQuery checks")
+        report(backend, checks.failures, logs, checks.count)
         print(f"{backend}: {checks.count} EventsQuery checks match DuckDB over the Delta table")
     finally:
         server.stop()

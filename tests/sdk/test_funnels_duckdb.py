@@ -43,7 +43,6 @@ import os
 import random
 import statistics
 import sys
-import threading
 import uuid
 import zoneinfo
 
@@ -52,8 +51,8 @@ import duckdb
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import capture, drain, wait_until_visible  # noqa: E402
-from node_harness import request, set_timezone  # noqa: E402
+from test_query_duckdb import capture, wait_until_visible  # noqa: E402
+from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -583,14 +582,12 @@ def range_micros(date_range, interval, zone):
 
 def run_query(server, node):
     query = {"kind": "FunnelsQuery", "dateRange": DATE_RANGE, **node}
-    return request(server, "POST", f"/api/projects/{server.project_id}/query/",
-                   {"query": query, "refresh": "force_blocking"})
+    return post_node(server, query)
 
 
 def check(backend, events):
     server = Server(backend)
-    logs = collections.deque(maxlen=50)
-    threading.Thread(target=drain, args=(server.process.stderr, logs), daemon=True).start()
+    logs = keep_logs(server)
     try:
         capture(server, events)
         wait_until_visible(server, len(events))
@@ -642,12 +639,7 @@ def check(backend, events):
             status, body = run_query(server, node)
             if status != 400 or (body or {}).get("attr") not in (attr, f"query.{attr}"):
                 failures.append(f"invalid node {json.dumps(node)}: HTTP {status} {json.dumps(body)} (want 400 naming {attr})")
-        for failure in failures:
-            print(f"{backend}: MISMATCH {failure}\n")
-        if failures:
-            if logs:
-                print(f"{backend}: the server's last log lines:\n" + "".join(logs))
-            raise AssertionError(f"{len(failures)} of {len(CASES) + len(VIEW_CASES) + len(INVALID)} checks failed")
+        report(backend, failures, logs, len(CASES) + len(VIEW_CASES) + len(INVALID))
         print(f"{backend}: {len(CASES)} funnels, {len(TRENDS_CASES) + len(TRENDS_CASES_NEW_YORK)} funnel trends "
               f"and {len(TIME_TO_CONVERT_CASES)} times to convert match the per-person evaluation of DuckDB's rows, "
               f"and {len(INVALID)} invalid nodes are 400s")

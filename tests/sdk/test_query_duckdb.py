@@ -10,7 +10,6 @@ must match exactly (floats to a relative 1e-9). Also checked: the default LIMIT 
 
 Run by scripts/test: `python tests/sdk/test_query_duckdb.py <analytics binary> [emulator endpoint]`.
 """
-import collections
 import datetime
 import decimal
 import json
@@ -18,7 +17,6 @@ import math
 import os
 import random
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 # The SDK test's server harness (same command line: binary, then the emulator endpoint).
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
+from node_harness import keep_logs, report  # noqa: E402
 
 EVENT_COUNT = 2000
 BATCH_SIZE = 500
@@ -377,11 +376,6 @@ def wait_until_visible(server, expected):
     raise AssertionError(f"after {VISIBLE_TIMEOUT_SECONDS} s, select count() answers {seen}, not [[{expected}]]")
 
 
-def drain(stream, into):
-    for line in stream:
-        into.append(line)
-
-
 def iso(moment):
     """A DuckDB timestamp in our response format: UTC, '+00:00', microseconds only when non-zero."""
     moment = moment.astimezone(UTC)
@@ -499,8 +493,7 @@ def behaviours(server, connection):
 
 def check(backend, events):
     server = Server(backend)
-    logs = collections.deque(maxlen=50)
-    threading.Thread(target=drain, args=(server.process.stderr, logs), daemon=True).start()
+    logs = keep_logs(server)
     try:
         capture(server, events)
         wait_until_visible(server, len(events))
@@ -518,12 +511,7 @@ def check(backend, events):
             if problem:
                 failures.append(problem)
         failures.extend(behaviours(server, connection))
-        for failure in failures:
-            print(f"{backend}: MISMATCH {failure}\n")
-        if failures:
-            if logs:
-                print(f"{backend}: the server's last log lines:\n" + "".join(logs))
-            raise AssertionError(f"{len(failures)} of {len(CASES) + 3} checks failed")
+        report(backend, failures, logs, len(CASES) + 3)
         print(f"{backend}: {len(CASES)} queries match DuckDB over the Delta table, and the 3 response checks pass")
     finally:
         server.stop()

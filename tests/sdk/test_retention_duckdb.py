@@ -20,13 +20,11 @@ the `deltalake` package into DuckDB, and each RetentionQuery below runs through
 The time zone cases PATCH the project to Europe/Paris (spanning the October DST change).
 Run: `python tests/sdk/test_retention_duckdb.py <analytics binary> [emulator endpoint]`.
 """
-import collections
 import datetime
 import json
 import os
 import random
 import sys
-import threading
 import uuid
 from zoneinfo import ZoneInfo
 
@@ -35,8 +33,8 @@ import duckdb
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import capture, drain, wait_until_visible  # noqa: E402
-from node_harness import post_node, set_timezone  # noqa: E402
+from test_query_duckdb import capture, wait_until_visible  # noqa: E402
+from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 USERS = [f"user-{k:02d}" for k in range(70)]
@@ -239,8 +237,7 @@ def invalid_nodes(server):
 
 def check(backend, events):
     server = Server(backend)
-    logs = collections.deque(maxlen=50)
-    threading.Thread(target=drain, args=(server.process.stderr, logs), daemon=True).start()
+    logs = keep_logs(server)
     try:
         capture(server, events)
         wait_until_visible(server, len(events))
@@ -260,12 +257,7 @@ def check(backend, events):
             if problem:
                 failures.append(problem)
         failures.extend(invalid_nodes(server))
-        for failure in failures:
-            print(f"{backend}: MISMATCH {failure}\n")
-        if failures:
-            if logs:
-                print(f"{backend}: the server's last log lines:\n" + "".join(logs))
-            raise AssertionError(f"{len(failures)} of {len(CASES) + 3} checks failed")
+        report(backend, failures, logs, len(CASES) + 3)
         print(f"{backend}: {len(CASES)} retention queries match DuckDB over the Delta table, and 3 invalid nodes are 400s")
     finally:
         server.stop()

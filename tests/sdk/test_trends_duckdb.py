@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
 from test_query_duckdb import capture, wait_until_visible  # noqa: E402
-from node_harness import post_node, set_timezone  # noqa: E402
+from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 NEW_YORK = "America/New_York"
@@ -382,6 +382,7 @@ def new_york_cases(server, connection, failures):
 
 def check(backend, events):
     server = Server(backend)
+    logs = keep_logs(server)
     try:
         capture(server, events)
         wait_until_visible(server, len(events))
@@ -396,10 +397,7 @@ def check(backend, events):
         utc_cases(server, connection, failures)
         set_timezone(server, NEW_YORK)
         new_york_cases(server, connection, failures)
-        for failure in failures:
-            print(f"{backend}: MISMATCH {failure}\n")
-        if failures:
-            raise AssertionError(f"{len(failures)} trends checks failed")
+        report(backend, failures, logs, "the trends")
         print(f"{backend}: every TrendsQuery matches DuckDB over the Delta table")
     finally:
         server.stop()

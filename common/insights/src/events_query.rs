@@ -162,27 +162,10 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
     }
 
     // select
-    let raw_select: Vec<String> = match node.get("select") {
-        None | Some(Value::Null) => vec!["*".into()],
-        Some(Value::Array(items)) if items.is_empty() => vec!["*".into()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| match item {
-                Value::String(text) => Ok(text.clone()),
-                _ => Err(Invalid::new(
-                    format!("select[{index}]"),
-                    "Each select item must be a string expression.",
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(Invalid::new(
-                "select",
-                "select must be a list of expressions.",
-            ));
-        }
-    };
+    let mut raw_select = list_of_strings(node.get("select"), "select")?;
+    if raw_select.is_empty() {
+        raw_select.push("*".into());
+    }
     let columns = raw_select
         .iter()
         .enumerate()

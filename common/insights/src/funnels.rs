@@ -148,6 +148,32 @@ fn text<'a>(
     }
 }
 
+/// A string field naming one of `choices`; the first is the default when it is absent.
+fn choice<T: Copy>(
+    map: Option<&Map<String, Value>>,
+    key: &str,
+    attr: &str,
+    choices: &[(&str, T)],
+) -> Result<T, Invalid> {
+    let Some(name) = text(map, key, attr)? else {
+        return Ok(choices[0].1);
+    };
+    choices
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, value)| *value)
+        .ok_or_else(|| {
+            let known: Vec<&str> = choices.iter().map(|(known, _)| *known).collect();
+            Invalid::new(
+                attr,
+                format!(
+                    "'{name}' is not supported for {key}: use {}.",
+                    known.join(", ")
+                ),
+            )
+        })
+}
+
 fn integer(
     map: Option<&Map<String, Value>>,
     key: &str,
@@ -246,38 +272,26 @@ fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
         ));
     }
     let funnels_filter = object(node.get("funnelsFilter"), "funnelsFilter")?;
-    let order = match text(
+    let order = choice(
         funnels_filter,
         "funnelOrderType",
         "funnelsFilter.funnelOrderType",
-    )? {
-        None | Some("ordered") => Order::Ordered,
-        Some("strict") => Order::Strict,
-        Some("unordered") => Order::Unordered,
-        Some(other) => {
-            return Err(Invalid::new(
-                "funnelsFilter.funnelOrderType",
-                format!("Unknown funnel order type '{other}': use ordered, strict or unordered."),
-            ));
-        }
-    };
-    let viz = match text(
+        &[
+            ("ordered", Order::Ordered),
+            ("strict", Order::Strict),
+            ("unordered", Order::Unordered),
+        ],
+    )?;
+    let viz = choice(
         funnels_filter,
         "funnelVizType",
         "funnelsFilter.funnelVizType",
-    )? {
-        None | Some("steps") => Viz::Steps,
-        Some("trends") => Viz::Trends,
-        Some("time_to_convert") => Viz::TimeToConvert,
-        Some(other) => {
-            return Err(Invalid::new(
-                "funnelsFilter.funnelVizType",
-                format!(
-                    "Unknown funnel visualization '{other}': use steps, trends or time_to_convert."
-                ),
-            ));
-        }
-    };
+        &[
+            ("steps", Viz::Steps),
+            ("trends", Viz::Trends),
+            ("time_to_convert", Viz::TimeToConvert),
+        ],
+    )?;
     let (from_step, to_step) = parse_step_range(funnels_filter, series.len())?;
     let bin_count = integer(funnels_filter, "binCount", "funnelsFilter.binCount")?
         .map(|count| count.clamp(1, 90));
@@ -522,18 +536,12 @@ fn parse_breakdown(
             ));
         }
     };
-    let person = match text(filter, "breakdown_type", "breakdownFilter.breakdown_type")? {
-        None | Some("event") => false,
-        Some("person") => true,
-        Some(other) => {
-            return Err(Invalid::new(
-                "breakdownFilter.breakdown_type",
-                format!(
-                    "Breakdowns of type '{other}' are not supported in funnels yet: use event or person."
-                ),
-            ));
-        }
-    };
+    let person = choice(
+        filter,
+        "breakdown_type",
+        "breakdownFilter.breakdown_type",
+        &[("event", false), ("person", true)],
+    )?;
     let limit = match integer(filter, "breakdown_limit", "breakdownFilter.breakdown_limit")? {
         None => DEFAULT_BREAKDOWN_LIMIT,
         Some(limit) if limit > 0 => limit as u64,
@@ -544,22 +552,12 @@ fn parse_breakdown(
             ));
         }
     };
-    let last_touch = match text(
+    let last_touch = choice(
         funnels_filter,
         "breakdownAttributionType",
         "funnelsFilter.breakdownAttributionType",
-    )? {
-        None | Some("first_touch") => false,
-        Some("last_touch") => true,
-        Some(other) => {
-            return Err(Invalid::new(
-                "funnelsFilter.breakdownAttributionType",
-                format!(
-                    "Breakdown attribution '{other}' is not supported yet: use first_touch or last_touch."
-                ),
-            ));
-        }
-    };
+        &[("first_touch", false), ("last_touch", true)],
+    )?;
     Ok(Some(Breakdown {
         property: sql_text::property(&key, person),
         as_list,
