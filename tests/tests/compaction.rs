@@ -87,3 +87,63 @@ async fn optimize_and_vacuum_keep_every_event_exactly_once() {
         );
     }
 }
+
+#[tokio::test]
+async fn events_sent_twice_are_kept_once_after_compaction() {
+    for world in World::all().await {
+        let name = world.name();
+        let state = world.backend.state.clone();
+        let team = world.bootstrap.project.id;
+        let token = world.bootstrap.project.api_token.clone();
+        let uuid = |i: u32| format!("0192f0a1-7c3e-7b2a-9d41-{i:012}");
+        // The second request repeats half of the first (a retry), in a separate commit.
+        for (round, range) in [("first", 0..10), ("retry", 5..16)] {
+            let events: Vec<_> = range
+                .map(|i| {
+                    json!({"event": "e", "distinct_id": format!("u{i}"), "uuid": uuid(i),
+                    "timestamp": "2026-11-20T10:00:00Z", "properties": {"round": round}})
+                })
+                .collect();
+            let body = json!({"api_key": token, "batch": events}).to_string();
+            let request = Request::post("/batch/")
+                .header("content-type", "application/json")
+                .body(Body::from(body))
+                .unwrap();
+            assert_eq!(
+                respond(world.app.clone(), request).await.0,
+                StatusCode::OK,
+                "{name}"
+            );
+            engine::commit_team(&state, team).await.unwrap();
+        }
+        assert_eq!(engine::lake::scan(&state, team).await.unwrap().len(), 21);
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (state, stop) = (state.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let rows = engine::lake::scan(&state, team).await.unwrap();
+                    assert!([21, 16].contains(&rows.len()), "a scan saw {}", rows.len());
+                }
+            })
+        };
+        let report = engine::compaction::compact_team(&state, team)
+            .await
+            .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        reader.await.unwrap();
+        assert_eq!(report.rows_deduplicated, 5, "{name} {report:?}");
+        let rows = engine::lake::scan(&state, team).await.unwrap();
+        assert_eq!(rows.len(), 16, "{name}");
+        let unique: std::collections::HashSet<_> = rows.iter().map(|r| r.uuid.clone()).collect();
+        assert_eq!(unique.len(), 16, "{name}");
+        for row in rows.iter().filter(|r| r.uuid < uuid(10)) {
+            assert!(row.properties.contains("first"), "{name}: {row:?}");
+        }
+        let again = engine::compaction::compact_team(&state, team)
+            .await
+            .unwrap();
+        assert_eq!(again.rows_deduplicated, 0, "{name}");
+    }
+}

@@ -8,17 +8,11 @@
 //! deletes them; otherwise it commits them. Nothing acknowledged is lost, nothing is committed twice.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use chrono::{DateTime, NaiveDate, Utc};
 use common::AppState;
-use common::staging::{self, STAGING_ROOT, StagedEvent};
-use deltalake_core::arrow::array::{
-    ArrayRef, Date32Builder, StringBuilder, TimestampMicrosecondBuilder,
-};
-use deltalake_core::arrow::record_batch::RecordBatch;
+use common::staging::{self, STAGING_ROOT};
 use deltalake_core::kernel::Transaction;
 use deltalake_core::kernel::transaction::CommitProperties;
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
@@ -26,18 +20,16 @@ use deltalake_core::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
-use serde_json::Value;
 
 use crate::lake;
 use crate::persons::Persons;
+use crate::rows::ParsedRows;
 
 /// Staged objects folded into one Delta commit at most.
 const BATCHES_PER_COMMIT: usize = 256;
 /// Commits per project per run: a run lists the staging prefix once (listing is what costs on a
 /// large backlog) and stays well inside a Lambda invocation.
 const COMMITS_PER_RUN: usize = 16;
-/// Rows per Arrow batch handed to the Parquet writer.
-const ROWS_PER_BATCH: usize = 65_536;
 const QUARANTINE_ROOT: &str = "staging-rejected";
 const CLAIMED_ROOT: &str = "claimed";
 
@@ -340,172 +332,38 @@ impl Committer {
         if !pending.is_empty() {
             let mut persons = Persons::new(state.store.clone(), team_id);
             let mut seen = HashSet::new();
-            let mut rows = Rows::default();
-            for (_, events) in &pending {
+            let mut rows = ParsedRows::default();
+            let mut paths = Vec::with_capacity(pending.len());
+            for (path, events) in pending {
                 for event in events {
-                    if !seen.insert(event.uuid) {
+                    if seen.insert(event.uuid) {
+                        rows.push_staged(event);
+                    } else {
                         report.duplicates += 1;
-                        continue;
                     }
-                    rows.push_with_person(&mut persons, event).await?;
                 }
+                paths.push(path);
             }
-            let transactions = pending
+            let transactions = paths
                 .iter()
-                .map(|(path, _)| Transaction::new(app_id(path), 1))
+                .map(|path| Transaction::new(app_id(path), 1))
                 .collect();
             report.events = rows.len();
+            let batches = rows.resolve(&mut persons).await?;
             let table = self.table(team_id).await?;
             let mut writer = RecordBatchWriter::for_table(table)?.with_commit_properties(
                 CommitProperties::default().with_application_transactions(transactions),
             );
-            for batch in rows.into_batches()? {
+            for batch in batches {
                 writer.write(batch).await?;
             }
             report.version = Some(writer.flush_and_commit(table).await? as i64);
-            report.batches = pending.len();
-            committed.extend(pending.into_iter().map(|(path, _)| path));
+            report.batches = paths.len();
+            committed.extend(paths);
         }
         for path in committed {
             delete_if_present(objects, &path).await?;
         }
         Ok(report)
-    }
-}
-
-/// Column builders for the events table, filled row by row and cut into Arrow batches.
-#[derive(Default)]
-pub(crate) struct Rows {
-    batches: Vec<Vec<ArrayRef>>,
-    current: Option<Builders>,
-}
-
-struct Builders {
-    uuid: StringBuilder,
-    event: StringBuilder,
-    distinct_id: StringBuilder,
-    person_id: StringBuilder,
-    person_properties: StringBuilder,
-    timestamp: TimestampMicrosecondBuilder,
-    created_at: TimestampMicrosecondBuilder,
-    properties: StringBuilder,
-    session_id: StringBuilder,
-    elements_chain: StringBuilder,
-    date: Date32Builder,
-    len: usize,
-}
-
-impl Builders {
-    fn new() -> Self {
-        let utc = || TimestampMicrosecondBuilder::new().with_timezone("UTC");
-        Self {
-            uuid: StringBuilder::new(),
-            event: StringBuilder::new(),
-            distinct_id: StringBuilder::new(),
-            person_id: StringBuilder::new(),
-            person_properties: StringBuilder::new(),
-            timestamp: utc(),
-            created_at: utc(),
-            properties: StringBuilder::new(),
-            session_id: StringBuilder::new(),
-            elements_chain: StringBuilder::new(),
-            date: Date32Builder::new(),
-            len: 0,
-        }
-    }
-
-    fn finish(mut self) -> Vec<ArrayRef> {
-        vec![
-            Arc::new(self.uuid.finish()),
-            Arc::new(self.event.finish()),
-            Arc::new(self.distinct_id.finish()),
-            Arc::new(self.person_id.finish()),
-            Arc::new(self.person_properties.finish()),
-            Arc::new(self.timestamp.finish()),
-            Arc::new(self.created_at.finish()),
-            Arc::new(self.properties.finish()),
-            Arc::new(self.session_id.finish()),
-            Arc::new(self.elements_chain.finish()),
-            Arc::new(self.date.finish()),
-        ]
-    }
-}
-
-fn days_since_epoch(at: DateTime<Utc>) -> i32 {
-    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-    (at.date_naive() - epoch).num_days() as i32
-}
-
-impl Rows {
-    pub(crate) fn push(&mut self, event: &StagedEvent, person_id: &str, person_properties: &str) {
-        let builders = self.current.get_or_insert_with(Builders::new);
-        builders.uuid.append_value(event.uuid.to_string());
-        builders.event.append_value(&event.event);
-        builders.distinct_id.append_value(&event.distinct_id);
-        builders.person_id.append_value(person_id);
-        builders.person_properties.append_value(person_properties);
-        builders
-            .timestamp
-            .append_value(event.timestamp.timestamp_micros());
-        builders
-            .created_at
-            .append_value(event.created_at.timestamp_micros());
-        builders
-            .properties
-            .append_value(serde_json::to_string(&event.properties).unwrap_or_default());
-        match event.properties.get("$session_id") {
-            Some(Value::String(id)) => builders.session_id.append_value(id),
-            _ => builders.session_id.append_null(),
-        }
-        builders
-            .elements_chain
-            .append_option(event.elements_chain.as_deref());
-        builders
-            .date
-            .append_value(days_since_epoch(event.timestamp));
-        builders.len += 1;
-        if builders.len >= ROWS_PER_BATCH
-            && let Some(full) = self.current.take()
-        {
-            self.batches.push(full.finish());
-        }
-    }
-
-    /// Resolves the event's person (applying its updates) and adds the row with their snapshot.
-    pub(crate) async fn push_with_person(
-        &mut self,
-        persons: &mut Persons,
-        event: &StagedEvent,
-    ) -> Result<(), CommitError> {
-        let resolved = persons
-            .apply(
-                &event.event,
-                &event.distinct_id,
-                &event.properties,
-                event.timestamp,
-            )
-            .await?;
-        self.push(event, &resolved.person.to_string(), &resolved.properties);
-        Ok(())
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.batches
-            .iter()
-            .map(|columns| columns[0].len())
-            .sum::<usize>()
-            + self.current.as_ref().map_or(0, |b| b.len)
-    }
-
-    pub(crate) fn into_batches(mut self) -> Result<Vec<RecordBatch>, CommitError> {
-        if let Some(last) = self.current.take() {
-            self.batches.push(last.finish());
-        }
-        let schema = lake::arrow_schema();
-        Ok(self
-            .batches
-            .into_iter()
-            .map(|columns| RecordBatch::try_new(schema.clone(), columns))
-            .collect::<Result<_, _>>()?)
     }
 }

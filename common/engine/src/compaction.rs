@@ -1,5 +1,5 @@
-//! Compaction of the events tables: `optimize` bins small files (one per commit) into large ones,
-//! `vacuum` deletes files no snapshot within the retention period still references. Both are
+//! Compaction of the events tables: repeated events are removed (see [`crate::dedupe`]),
+//! `optimize` bins small files (one per commit) into large ones, `vacuum` deletes files no snapshot within the retention period still references. Both are
 //! Delta commits, so a query reading any snapshot sees each event exactly once throughout.
 
 use std::num::NonZeroU64;
@@ -20,6 +20,8 @@ pub struct CompactionReport {
     pub files_added: u64,
     pub files_removed: u64,
     pub files_vacuumed: usize,
+    /// Repeated events (same uuid, same day) removed.
+    pub rows_deduplicated: u64,
 }
 
 /// Optimizes then vacuums one project's table; nothing to do for a project without one.
@@ -31,6 +33,8 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
     let Some(table) = lake::open_existing(state, team_id).await? else {
         return Ok(report);
     };
+    let (table, dedupe) = crate::dedupe::deduplicate(table).await?;
+    report.rows_deduplicated = dedupe.rows_removed;
     let target = NonZeroU64::new(TARGET_FILE_BYTES).unwrap_or(NonZeroU64::MIN);
     let (table, metrics) = table.optimize().with_target_size(target).await?;
     report.files_added = metrics.num_files_added;
@@ -64,7 +68,7 @@ pub async fn run_compaction(state: AppState, interval: std::time::Duration) {
             Ok(reports) => {
                 for report in reports
                     .iter()
-                    .filter(|r| r.files_removed + r.files_vacuumed as u64 > 0)
+                    .filter(|r| r.files_removed + r.files_vacuumed as u64 + r.rows_deduplicated > 0)
                 {
                     tracing::info!(?report, "compacted");
                 }

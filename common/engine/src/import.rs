@@ -1,104 +1,185 @@
-//! Bulk loading: validated events straight into a project's Delta table, in commits of a bounded
-//! number of rows, so memory stays flat however long the input is.
+//! Bulk loading: parsed rows straight into a project's Delta table. Persons are resolved in
+//! event order on the caller's task; Parquet encoding runs on one task per core, each writing
+//! its own files, and every so many rows all their files go into the table in one commit, so
+//! memory stays flat however long the input is.
 
 use std::time::Instant;
 
 use common::AppState;
-use common::staging::StagedEvent;
-use deltalake_core::DeltaTable;
+use deltalake_core::arrow::record_batch::RecordBatch;
+use deltalake_core::kernel::Action;
+use deltalake_core::kernel::transaction::CommitBuilder;
+use deltalake_core::parquet::basic::Compression;
+use deltalake_core::parquet::file::properties::WriterProperties;
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake_core::{DeltaTable, DeltaTableError};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use crate::committer::{CommitError, Rows};
+use crate::committer::CommitError;
 use crate::lake;
 use crate::persons::Persons;
+use crate::rows::ParsedRows;
 
-/// Rows per Delta commit (each commit closes its Parquet files).
-const ROWS_PER_COMMIT: usize = 2_000_000;
-/// Rows buffered as Arrow before they are encoded.
-const ROWS_PER_BATCH: usize = 65_536;
+/// Rows per Delta commit (each commit closes the encoders' Parquet files, which are held in
+/// memory until then).
+const ROWS_PER_COMMIT: usize = 4_000_000;
 /// Parquet files roll over at about this size.
 const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
+/// Batches waiting for each encoder.
+const ENCODER_QUEUE: usize = 2;
 
 #[derive(Debug, Default, Clone)]
 pub struct ImportReport {
     pub rows: u64,
     pub commits: u64,
+    pub files: u64,
     pub seconds: f64,
+}
+
+/// A task encoding batches into Parquet files of its own; their `add` actions come back
+/// when it is closed.
+struct Encoder {
+    batches: mpsc::Sender<RecordBatch>,
+    done: JoinHandle<Result<Vec<Action>, CommitError>>,
+}
+
+/// Columns whose values are nearly all distinct: a dictionary only costs time there.
+const UNIQUE_COLUMNS: [&str; 4] = ["uuid", "properties", "timestamp", "created_at"];
+
+fn writer_properties() -> WriterProperties {
+    UNIQUE_COLUMNS
+        .iter()
+        .fold(
+            WriterProperties::builder().set_compression(Compression::SNAPPY),
+            |builder, column| builder.set_column_dictionary_enabled((*column).into(), false),
+        )
+        .build()
+}
+
+impl Encoder {
+    fn spawn(table: &DeltaTable) -> Result<Self, CommitError> {
+        let mut writer = RecordBatchWriter::for_table(table)?
+            .with_target_file_size(TARGET_FILE_BYTES)
+            .with_writer_properties(writer_properties());
+        let (batches, mut receiver) = mpsc::channel::<RecordBatch>(ENCODER_QUEUE);
+        let done = tokio::spawn(async move {
+            while let Some(batch) = receiver.recv().await {
+                writer.write(batch).await?;
+            }
+            let adds = writer.flush().await?;
+            Ok(adds.into_iter().map(Action::Add).collect())
+        });
+        Ok(Self { batches, done })
+    }
+
+    async fn close(self) -> Result<Vec<Action>, CommitError> {
+        drop(self.batches);
+        self.done.await.map_err(generic)?
+    }
+}
+
+fn generic(error: impl std::fmt::Display) -> CommitError {
+    CommitError::Delta(DeltaTableError::Generic(error.to_string()))
 }
 
 pub struct Importer {
     table: DeltaTable,
-    writer: RecordBatchWriter,
-    rows: Rows,
+    encoders: Vec<Encoder>,
+    next_encoder: usize,
     persons: Persons,
     rows_in_commit: usize,
     report: ImportReport,
     started: Instant,
 }
 
-fn writer_for(table: &DeltaTable) -> Result<RecordBatchWriter, CommitError> {
-    Ok(RecordBatchWriter::for_table(table)?.with_target_file_size(TARGET_FILE_BYTES))
+/// One encoder per core.
+fn encoder_count() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 8))
 }
 
 impl Importer {
     pub async fn new(state: AppState, team_id: i64) -> Result<Self, CommitError> {
         let table = lake::open_or_create(&state, team_id).await?;
         let persons = Persons::new(state.store.clone(), team_id);
-        let writer = writer_for(&table)?;
-        Ok(Self {
+        let mut importer = Self {
             table,
-            writer,
-            rows: Rows::default(),
+            encoders: Vec::new(),
+            next_encoder: 0,
             persons,
             rows_in_commit: 0,
             report: ImportReport::default(),
             started: Instant::now(),
-        })
+        };
+        importer.encoders = importer.spawn_encoders()?;
+        Ok(importer)
     }
 
-    /// Adds events (their persons resolved as the committer would).
-    pub async fn push(&mut self, events: &[StagedEvent]) -> Result<(), CommitError> {
-        for event in events {
-            self.rows.push_with_person(&mut self.persons, event).await?;
-            if self.rows.len() >= ROWS_PER_BATCH {
-                self.encode().await?;
-            }
-        }
-        if self.rows_in_commit >= ROWS_PER_COMMIT {
-            self.commit().await?;
-        }
-        Ok(())
-    }
-
-    async fn encode(&mut self) -> Result<(), CommitError> {
-        let rows = std::mem::take(&mut self.rows);
+    /// Adds rows, their persons resolved (and updated) as the committer would.
+    pub async fn push(&mut self, rows: ParsedRows) -> Result<(), CommitError> {
         let count = rows.len();
-        for batch in rows.into_batches()? {
-            self.writer.write(batch).await?;
+        for batch in rows.resolve(&mut self.persons).await? {
+            let encoder = &self.encoders[self.next_encoder];
+            self.next_encoder = (self.next_encoder + 1) % self.encoders.len();
+            if let Err(mpsc::error::SendError(_)) = encoder.batches.send(batch).await {
+                // The encoder stopped on an error: closing it tells which.
+                return self.fail().await;
+            }
         }
         self.rows_in_commit += count;
         self.report.rows += count as u64;
+        if self.rows_in_commit >= ROWS_PER_COMMIT {
+            self.commit().await?;
+            self.encoders = self.spawn_encoders()?;
+        }
         Ok(())
     }
 
-    async fn commit(&mut self) -> Result<(), CommitError> {
-        if self.rows_in_commit == 0 {
-            return Ok(());
+    async fn fail(&mut self) -> Result<(), CommitError> {
+        for encoder in std::mem::take(&mut self.encoders) {
+            encoder.close().await?;
         }
-        self.writer.flush_and_commit(&mut self.table).await?;
-        self.writer = writer_for(&self.table)?;
+        Err(generic("an encoder stopped"))
+    }
+
+    /// Puts every file the encoders wrote into the table in one commit.
+    async fn commit(&mut self) -> Result<(), CommitError> {
+        let mut actions = Vec::new();
+        for encoder in std::mem::take(&mut self.encoders) {
+            actions.extend(encoder.close().await?);
+        }
+        if !actions.is_empty() {
+            self.report.files += actions.len() as u64;
+            let operation = DeltaOperation::Write {
+                mode: SaveMode::Append,
+                partition_by: Some(vec![lake::PARTITION_COLUMN.to_owned()]),
+                predicate: None,
+            };
+            let snapshot = self.table.snapshot()?;
+            CommitBuilder::default()
+                .with_actions(actions)
+                .build(Some(snapshot), self.table.log_store(), operation)
+                .await?;
+            self.table.update_incremental(None).await?;
+            self.report.commits += 1;
+        }
         self.rows_in_commit = 0;
-        self.report.commits += 1;
         Ok(())
+    }
+
+    fn spawn_encoders(&self) -> Result<Vec<Encoder>, CommitError> {
+        (0..encoder_count())
+            .map(|_| Encoder::spawn(&self.table))
+            .collect()
     }
 
     /// Rows accepted so far.
     pub fn rows(&self) -> u64 {
-        self.report.rows + self.rows.len() as u64
+        self.report.rows
     }
 
     pub async fn finish(mut self) -> Result<ImportReport, CommitError> {
-        self.encode().await?;
         self.commit().await?;
         self.report.seconds = self.started.elapsed().as_secs_f64();
         Ok(self.report)

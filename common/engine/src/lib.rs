@@ -3,9 +3,11 @@
 
 pub mod committer;
 pub mod compaction;
+pub mod dedupe;
 pub mod import;
 pub mod lake;
 pub mod persons;
+pub mod rows;
 
 pub use committer::{CommitReport, commit_all, commit_team, run_committer};
 pub mod sql;

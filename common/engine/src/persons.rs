@@ -66,6 +66,15 @@ fn link_item(team_id: i64, distinct_id: &str, person: Uuid) -> Result<Item, Stor
     )
 }
 
+/// Whether applying the event can change a person: joins, identification or property updates.
+/// Other events only need their person looked up.
+pub fn changes_persons(event: &str, properties: &Map<String, Value>) -> bool {
+    matches!(event, "$identify" | "$create_alias")
+        || ["$set", "$set_once", "$unset"]
+            .iter()
+            .any(|key| properties.contains_key(*key))
+}
+
 /// Resolves and updates the persons of one project while a batch is committed.
 pub struct Persons {
     store: Arc<dyn Store>,

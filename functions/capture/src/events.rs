@@ -98,6 +98,17 @@ pub fn normalize_one(event: Value, now: DateTime<Utc>) -> ApiResult<StagedEvent>
     normalize(event, None, now, &|field| field.to_owned())
 }
 
+/// Event names have at most [`MAX_NAME_CHARS`] characters.
+pub fn name_fits(name: &str) -> bool {
+    name.len() <= MAX_NAME_CHARS || name.chars().count() <= MAX_NAME_CHARS
+}
+
+/// Distinct ids have at most [`MAX_DISTINCT_ID_CHARS`] characters.
+pub fn distinct_id_fits(distinct_id: &str) -> bool {
+    distinct_id.len() <= MAX_DISTINCT_ID_CHARS
+        || distinct_id.chars().count() <= MAX_DISTINCT_ID_CHARS
+}
+
 fn parse_time(value: Option<&Value>, attr: &str) -> ApiResult<Option<DateTime<Utc>>> {
     match value {
         None | Some(Value::Null) => Ok(None),
@@ -145,7 +156,7 @@ fn normalize(
             ));
         }
     };
-    if name.chars().count() > MAX_NAME_CHARS {
+    if !name_fits(&name) {
         return Err(ApiError::validation(
             attr("event"),
             format!("Event names have at most {MAX_NAME_CHARS} characters."),
@@ -208,7 +219,7 @@ fn normalize(
             ));
         }
     };
-    if distinct_id.chars().count() > MAX_DISTINCT_ID_CHARS {
+    if !distinct_id_fits(&distinct_id) {
         return Err(ApiError::validation(
             attr("distinct_id"),
             format!("`distinct_id` has at most {MAX_DISTINCT_ID_CHARS} characters."),

@@ -5,7 +5,7 @@ mod body;
 mod events;
 mod tokens;
 
-pub use events::normalize_one;
+pub use events::{distinct_id_fits, name_fits, normalize_one};
 
 use axum::Router;
 use axum::body::Bytes;

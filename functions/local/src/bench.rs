@@ -11,6 +11,8 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
+#[path = "bench_import.rs"]
+pub mod import;
 #[path = "bench_query.rs"]
 pub mod query;
 
@@ -40,6 +42,8 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 100)]
         batch: usize,
     },
+    /// Events/s and peak RSS of `analytics import` on a generated PostHog export (gzip NDJSON).
+    Import(import::Args),
     /// Typical product-analytics queries through `POST /api/projects/:id/query/` over a
     /// generated events table, beside DuckDB over the same Parquet files.
     Query(query::Args),
@@ -78,6 +82,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             seconds,
             batch,
         } => capture(connections, seconds, batch).await,
+        BenchCommand::Import(args) => import::run(args).await,
         BenchCommand::Query(args) => query::run(args).await,
     }
 }

@@ -12,6 +12,7 @@ use common::AppState;
 use common::config::{Backend, Config};
 use common::models::User;
 use common::staging::StagedEvent;
+use engine::rows::ParsedRows;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
@@ -595,7 +596,7 @@ struct Person {
     seen: bool,
 }
 
-struct Generator {
+pub(crate) struct Generator {
     rng: Rng,
     persons: Vec<Person>,
     paths: Vec<String>,
@@ -607,7 +608,7 @@ struct Generator {
 }
 
 impl Generator {
-    fn new(seed: u64, total: u64, end: DateTime<Utc>) -> Self {
+    pub(crate) fn new(seed: u64, total: u64, end: DateTime<Utc>) -> Self {
         let mut rng = Rng(seed);
         let count = (total / 100).max(1) as usize;
         let (browser_weights, os_weights) = (
@@ -653,7 +654,7 @@ impl Generator {
     }
 
     /// The next `n` events (fewer at the end), in time order as capture would see them.
-    fn chunk(&mut self, n: usize) -> Vec<StagedEvent> {
+    pub(crate) fn chunk(&mut self, n: usize) -> Vec<StagedEvent> {
         let end = (self.next + n as u64).min(self.total);
         let events = (self.next..end).map(|i| self.event(i)).collect();
         self.next = end;
@@ -759,7 +760,7 @@ async fn load(state: &AppState, project: i64, args: &Args) -> anyhow::Result<()>
         if chunk.is_empty() {
             break;
         }
-        importer.push(&chunk).await?;
+        importer.push(ParsedRows::from_staged(chunk)).await?;
         bar.set_position(generator.next);
     }
     let report = importer.finish().await?;

@@ -1,20 +1,37 @@
 //! `analytics import`: PostHog-shaped NDJSON (plain or gzip) into a project's events table,
 //! streamed in bounded memory, with a progress bar and a summary.
+//!
+//! One thread reads (and inflates) the file into chunks of whole lines; one parser per core turns
+//! chunks into rows; this task takes them in file order, so persons are resolved in event order,
+//! and hands them to the importer, whose encoders write Parquet on every core.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc as sync_channel};
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, NaiveDateTime, Utc};
+use common::AppState;
 use common::models::Project;
+use engine::rows::{EventFields, ParsedRows};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use uuid::Uuid;
 
-/// Lines parsed and handed to the table at a time.
-const CHUNK_LINES: usize = 50_000;
+/// Uncompressed bytes handed to a parser at a time (whole lines).
+const CHUNK_BYTES: usize = 4 << 20;
+/// A line longer than this is an error, not a reason to hold the whole file in memory.
+const MAX_LINE_BYTES: usize = 256 << 20;
+/// Rejected lines reported one by one before only counting them.
+const REPORTED_REJECTIONS: u64 = 10;
 
 /// Counts the bytes read from the file itself (compressed, when it is), for the progress bar.
 struct Counting<R> {
@@ -30,20 +47,230 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-fn open(path: &Path, read: Arc<AtomicU64>) -> anyhow::Result<Box<dyn BufRead + Send>> {
+fn open(path: &Path, read: Arc<AtomicU64>) -> anyhow::Result<Box<dyn Read + Send>> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut magic = [0u8; 2];
     let gzip = file.read(&mut magic)? == 2 && magic == [0x1f, 0x8b];
     let file = File::open(path)?;
-    let counting = Counting { inner: file, read };
+    let counting = BufReader::with_capacity(1 << 20, Counting { inner: file, read });
     Ok(if gzip {
-        Box::new(BufReader::with_capacity(
-            1 << 20,
-            flate2::read::MultiGzDecoder::new(counting),
-        ))
+        Box::new(flate2::bufread::MultiGzDecoder::new(counting))
     } else {
-        Box::new(BufReader::with_capacity(1 << 20, counting))
+        Box::new(counting)
     })
+}
+
+/// Whole lines of the file, and the chunk's place among the others.
+struct Chunk {
+    index: usize,
+    bytes: Vec<u8>,
+}
+
+/// Reads `input` into chunks of whole lines (the reader thread).
+fn read_chunks(
+    mut input: impl Read,
+    chunk_bytes: usize,
+    chunks: sync_channel::SyncSender<Result<Chunk, String>>,
+) -> Result<(), String> {
+    let mut index = 0;
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut buffer = Vec::with_capacity(chunk_bytes + carry.len());
+        buffer.append(&mut carry);
+        let mut ended = false;
+        while buffer.len() < chunk_bytes || memchr::memrchr(b'\n', &buffer).is_none() {
+            if buffer.len() > MAX_LINE_BYTES {
+                return Err(format!(
+                    "a line is longer than {} MiB",
+                    MAX_LINE_BYTES >> 20
+                ));
+            }
+            let before = buffer.len();
+            buffer.resize(before + chunk_bytes.clamp(1, 1 << 20), 0);
+            let n = input
+                .read(&mut buffer[before..])
+                .map_err(|e| format!("cannot read the file: {e}"))?;
+            buffer.truncate(before + n);
+            if n == 0 {
+                ended = true;
+                break;
+            }
+        }
+        if !ended && let Some(end) = memchr::memrchr(b'\n', &buffer) {
+            carry = buffer.split_off(end + 1);
+        }
+        if !buffer.is_empty() {
+            let chunk = Chunk {
+                index,
+                bytes: buffer,
+            };
+            if chunks.send(Ok(chunk)).is_err() {
+                return Ok(());
+            }
+            index += 1;
+        }
+        if ended {
+            return Ok(());
+        }
+    }
+}
+
+/// What a parser made of one chunk.
+struct Parsed {
+    index: usize,
+    rows: ParsedRows,
+    lines: u64,
+    /// (line within the chunk, reason), the first few.
+    rejected: Vec<(u64, String)>,
+    rejected_count: u64,
+}
+
+/// The fields of an export line the fast path reads; the rest is skipped unparsed.
+#[derive(Deserialize)]
+struct ExportLine<'a> {
+    #[serde(borrow, default)]
+    uuid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    event: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    distinct_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    properties: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    elements_chain: Option<&'a RawValue>,
+    /// Any of these sends the line down the general path.
+    #[serde(rename = "$set", default)]
+    set: Option<IgnoredAny>,
+    #[serde(rename = "$set_once", default)]
+    set_once: Option<IgnoredAny>,
+    #[serde(rename = "$unset", default)]
+    unset: Option<IgnoredAny>,
+    #[serde(default)]
+    sent_at: Option<IgnoredAny>,
+    #[serde(default)]
+    offset: Option<IgnoredAny>,
+}
+
+/// The properties the fast path needs; person updates send the line down the general path.
+#[derive(Deserialize)]
+struct PropertiesProbe<'a> {
+    #[serde(rename = "$session_id", borrow, default)]
+    session_id: Option<&'a RawValue>,
+    #[serde(rename = "$set", default)]
+    set: Option<IgnoredAny>,
+    #[serde(rename = "$set_once", default)]
+    set_once: Option<IgnoredAny>,
+    #[serde(rename = "$unset", default)]
+    unset: Option<IgnoredAny>,
+}
+
+/// A JSON string's text (borrowed unless it has escapes); `None` for anything else.
+fn text(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let json = raw.get();
+    let inner = json.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(json).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+/// Exports write timestamps the ClickHouse way (`2026-11-01 10:00:00.000000`, UTC); capture
+/// takes ISO 8601.
+fn export_time(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+                .ok()
+                .map(|naive| naive.and_utc())
+        })
+}
+
+/// The common line: nothing for persons to apply, every field present and valid. Adds it and
+/// says `true`; anything else is left to [`general_line`], which also names what is wrong.
+fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
+    let Ok(parsed) = serde_json::from_slice::<ExportLine>(line) else {
+        return false;
+    };
+    if parsed.set.is_some()
+        || parsed.set_once.is_some()
+        || parsed.unset.is_some()
+        || parsed.sent_at.is_some()
+        || parsed.offset.is_some()
+    {
+        return false;
+    }
+    let (Some(event), Some(distinct_id)) = (
+        parsed.event.and_then(text),
+        parsed.distinct_id.and_then(text),
+    ) else {
+        return false;
+    };
+    if event.trim().is_empty()
+        || !capture::name_fits(&event)
+        || matches!(&*event, "$identify" | "$create_alias")
+        || distinct_id.trim().is_empty()
+        || !capture::distinct_id_fits(&distinct_id)
+    {
+        return false;
+    }
+    let uuid = match parsed.uuid.filter(|raw| raw.get() != "null") {
+        None => Uuid::now_v7(),
+        Some(raw) => match text(raw).and_then(|t| Uuid::parse_str(&t).ok()) {
+            Some(uuid) => uuid,
+            None => return false,
+        },
+    };
+    let timestamp = match parsed.timestamp.filter(|raw| raw.get() != "null") {
+        None => now,
+        Some(raw) => match text(raw).and_then(|t| export_time(&t)) {
+            Some(at) => at,
+            None => return false,
+        },
+    };
+    let elements_chain = match parsed.elements_chain {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => match text(raw) {
+            Some(chain) => Some(chain),
+            None => return false,
+        },
+    };
+    // Exports hold properties as JSON text; capture payloads as an object.
+    let properties: Cow<str> = match parsed.properties {
+        None => Cow::Borrowed("{}"),
+        Some(raw) if raw.get() == "null" => Cow::Borrowed("{}"),
+        Some(raw) if raw.get().starts_with('{') => Cow::Borrowed(raw.get()),
+        Some(raw) => match text(raw) {
+            Some(inner) => inner,
+            None => return false,
+        },
+    };
+    if !properties.trim_start().starts_with('{') {
+        return false;
+    }
+    let Ok(probe) = serde_json::from_str::<PropertiesProbe>(&properties) else {
+        return false;
+    };
+    if probe.set.is_some() || probe.set_once.is_some() || probe.unset.is_some() {
+        return false;
+    }
+    let session_id = probe.session_id.and_then(text);
+    rows.push(&EventFields {
+        uuid,
+        event: &event,
+        distinct_id: &distinct_id,
+        properties: &properties,
+        session_id: session_id.as_deref(),
+        timestamp,
+        created_at: now,
+        elements_chain: elements_chain.as_deref(),
+    });
+    true
 }
 
 /// Exports write properties as JSON text and timestamps the ClickHouse way; capture takes objects
@@ -58,81 +285,172 @@ fn adapt(mut event: Value) -> Value {
             }
         }
         if let Some(Value::String(text)) = object.get("timestamp")
-            && DateTime::parse_from_rfc3339(text).is_err()
-            && let Ok(naive) = NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+            && let Some(at) = export_time(text)
         {
-            let iso = DateTime::<Utc>::from_naive_utc_and_offset(naive, Utc).to_rfc3339();
-            object.insert("timestamp".into(), Value::String(iso));
+            object.insert("timestamp".into(), Value::String(at.to_rfc3339()));
         }
     }
     event
 }
 
+/// Any line, validated and normalized exactly as capture would.
+fn general_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> Result<(), String> {
+    let event = serde_json::from_slice::<Value>(line).map_err(|e| e.to_string())?;
+    let staged = capture::normalize_one(adapt(event), now).map_err(|e| e.body.detail)?;
+    rows.push_staged(staged);
+    Ok(())
+}
+
+fn parse_chunk(chunk: Chunk, now: DateTime<Utc>) -> Parsed {
+    let mut parsed = Parsed {
+        index: chunk.index,
+        rows: ParsedRows::default(),
+        lines: 0,
+        rejected: Vec::new(),
+        rejected_count: 0,
+    };
+    for line in chunk.bytes.split(|b| *b == b'\n') {
+        parsed.lines += 1;
+        if line.trim_ascii().is_empty() || fast_line(line, now, &mut parsed.rows) {
+            continue;
+        }
+        if let Err(reason) = general_line(line, now, &mut parsed.rows) {
+            parsed.rejected_count += 1;
+            if parsed.rejected.len() < REPORTED_REJECTIONS as usize {
+                parsed.rejected.push((parsed.lines, reason));
+            }
+        }
+    }
+    // The chunk ends with a newline unless it ends the file: no line after it.
+    if chunk.bytes.last() == Some(&b'\n') {
+        parsed.lines -= 1;
+    }
+    parsed
+}
+
+/// Parser threads: chunks in, rows out (in whatever order they finish).
+fn spawn_parsers(
+    chunks: sync_channel::Receiver<Result<Chunk, String>>,
+    parsed: mpsc::Sender<Result<Parsed, String>>,
+    now: DateTime<Utc>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let chunks = Arc::new(Mutex::new(chunks));
+    let count = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (0..count)
+        .map(|_| {
+            let (chunks, parsed) = (chunks.clone(), parsed.clone());
+            std::thread::spawn(move || {
+                loop {
+                    let next = match chunks.lock() {
+                        Ok(receiver) => receiver.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(next) = next else { return };
+                    let result = next.map(|chunk| parse_chunk(chunk, now));
+                    if parsed.blocking_send(result).is_err() {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
 pub async fn run(data_dir: PathBuf, project: i64, file: PathBuf) -> anyhow::Result<()> {
     let state = crate::serve::state_for(data_dir).await?;
+    let summary = import_file(&state, project, &file).await?;
+    println!("{summary}");
+    Ok(())
+}
+
+/// What an import did.
+pub struct Summary {
+    pub report: engine::import::ImportReport,
+    pub skipped: u64,
+    pub file_bytes: u64,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let report = &self.report;
+        write!(
+            f,
+            "imported {} events ({} lines skipped) from {} bytes in {:.1} s: {:.0} events/s, \
+             {} commits, {} files",
+            report.rows,
+            self.skipped,
+            self.file_bytes,
+            report.seconds,
+            report.rows as f64 / report.seconds.max(1e-9),
+            report.commits,
+            report.files,
+        )?;
+        match peak_rss_bytes() {
+            Some(bytes) => write!(f, ", peak RSS {} MiB", bytes / (1 << 20)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Imports `file` into `project`'s table.
+pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow::Result<Summary> {
     if Project::load(state.store.as_ref(), project)
         .await?
         .is_none()
     {
         bail!("no project {project}");
     }
-    let total = std::fs::metadata(&file)?.len();
+    let total = std::fs::metadata(file)?.len();
     let read = Arc::new(AtomicU64::new(0));
-    let mut lines = open(&file, read.clone())?;
+    let input = open(file, read.clone())?;
     let bar = ProgressBar::new(total).with_style(
         ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg} ({eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut importer = engine::import::Importer::new(state.clone(), project).await?;
-    let now = Utc::now();
-    let (mut line_number, mut rejected) = (0u64, 0u64);
-    let mut chunk = Vec::with_capacity(CHUNK_LINES);
-    let mut text = String::new();
-    loop {
-        text.clear();
-        let done = lines.read_line(&mut text)? == 0;
-        if !done && !text.trim().is_empty() {
-            line_number += 1;
-            let parsed = serde_json::from_str::<Value>(&text)
-                .map_err(|e| e.to_string())
-                .and_then(|event| {
-                    capture::normalize_one(adapt(event), now).map_err(|e| e.body.detail)
-                });
-            match parsed {
-                Ok(event) => chunk.push(event),
-                Err(reason) => {
-                    rejected += 1;
-                    if rejected <= 10 {
-                        bar.println(format!("line {line_number}: skipped: {reason}"));
-                    }
-                }
-            }
+
+    let parsers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let (chunk_sender, chunks) = sync_channel::sync_channel(parsers);
+    let (parsed_sender, mut parsed) = mpsc::channel(parsers * 2);
+    let reader = std::thread::spawn(move || {
+        if let Err(error) = read_chunks(input, CHUNK_BYTES, chunk_sender.clone()) {
+            let _ = chunk_sender.send(Err(error));
         }
-        if chunk.len() >= CHUNK_LINES || (done && !chunk.is_empty()) {
-            importer.push(&chunk).await?;
-            chunk.clear();
+    });
+    let workers = spawn_parsers(chunks, parsed_sender, Utc::now());
+
+    // Chunks finish out of order; rows go to the importer in file order.
+    let mut waiting: BTreeMap<usize, Parsed> = BTreeMap::new();
+    let (mut next, mut lines_before, mut skipped) = (0usize, 0u64, 0u64);
+    while let Some(result) = parsed.recv().await {
+        let chunk = result.map_err(anyhow::Error::msg)?;
+        waiting.insert(chunk.index, chunk);
+        while let Some(chunk) = waiting.remove(&next) {
+            for (line, reason) in &chunk.rejected {
+                if skipped < REPORTED_REJECTIONS {
+                    bar.println(format!("line {}: skipped: {reason}", lines_before + line));
+                }
+                skipped += 1;
+            }
+            skipped += chunk.rejected_count - chunk.rejected.len() as u64;
+            lines_before += chunk.lines;
+            importer.push(chunk.rows).await?;
+            next += 1;
             bar.set_position(read.load(Ordering::Relaxed));
             bar.set_message(format!("{} events", importer.rows()));
         }
-        if done {
-            break;
-        }
+    }
+    let _ = reader.join();
+    for worker in workers {
+        let _ = worker.join();
     }
     let report = importer.finish().await?;
     bar.finish_and_clear();
-    let peak = peak_rss_bytes();
-    println!(
-        "imported {} events ({} lines skipped) from {} bytes in {:.1} s: {:.0} events/s, {} commits{}",
-        report.rows,
-        rejected,
-        total,
-        report.seconds,
-        report.rows as f64 / report.seconds.max(1e-9),
-        report.commits,
-        peak.map(|b| format!(", peak RSS {} MiB", b / (1 << 20)))
-            .unwrap_or_default(),
-    );
-    Ok(())
+    Ok(Summary {
+        report,
+        skipped,
+        file_bytes: total,
+    })
 }
 
 /// The process's peak resident set size, where the OS tells it (Linux).
@@ -141,4 +459,136 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use deltalake_core::arrow::array::{Array, StringArray};
+    use deltalake_core::arrow::record_batch::RecordBatch;
+    use engine::persons::Persons;
+
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        "2026-11-22T12:00:00Z".parse().unwrap()
+    }
+
+    async fn resolved(rows: ParsedRows) -> RecordBatch {
+        let store = Arc::new(common::testing::memory_store());
+        let mut persons = Persons::new(store, 1);
+        let mut batches = rows.resolve(&mut persons).await.unwrap();
+        assert_eq!(batches.len(), 1);
+        batches.remove(0)
+    }
+
+    fn text_column(batch: &RecordBatch, name: &str) -> Vec<Option<String>> {
+        let column = batch.column_by_name(name).unwrap();
+        let strings = column.as_any().downcast_ref::<StringArray>().unwrap();
+        (0..strings.len())
+            .map(|i| (!strings.is_null(i)).then(|| strings.value(i).to_owned()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_fast_path_writes_what_the_general_path_writes() {
+        let lines = [
+            // A PostHog export: properties as JSON text, ClickHouse timestamps, escapes.
+            r#"{"uuid": "0192f0a1-7c3e-7b2a-9d41-3f5e6a7b8c9d", "event": "$autocapture", "distinct_id": "user \"1\"", "timestamp": "2026-11-01 10:00:00.123456", "properties": "{\"$session_id\": \"s-1\", \"$current_url\": \"https://example.com/\\u00e9\", \"n\": 1.5}", "elements_chain": "button:attr__class=\"btn\"", "created_at": "2026-11-01 10:00:01"}"#,
+            // A capture payload: properties as an object, an ISO timestamp with an offset.
+            r#"{"uuid": "0192F0A1-7C3E-7B2A-9D41-3F5E6A7B8C9E", "event": "café ☕", "distinct_id": "d2", "timestamp": "2026-11-01T12:00:00+02:00", "properties": {"$session_id": 7, "nested": {"a": [1, null]}}}"#,
+            // No timestamp, no properties, null elements chain.
+            r#"{"uuid": "0192f0a1-7c3e-7b2a-9d41-3f5e6a7b8c9f", "event": "e", "distinct_id": "d3", "elements_chain": null}"#,
+        ];
+        let (mut fast, mut general) = (ParsedRows::default(), ParsedRows::default());
+        for line in lines {
+            assert!(fast_line(line.as_bytes(), now(), &mut fast), "{line}");
+            general_line(line.as_bytes(), now(), &mut general).unwrap();
+        }
+        let (fast, general) = (resolved(fast).await, resolved(general).await);
+        for column in [
+            "uuid",
+            "event",
+            "distinct_id",
+            "person_id",
+            "person_properties",
+            "$session_id",
+            "elements_chain",
+        ] {
+            assert_eq!(
+                text_column(&fast, column),
+                text_column(&general, column),
+                "{column}"
+            );
+        }
+        for column in ["timestamp", "created_at", "date"] {
+            assert_eq!(
+                fast.column_by_name(column).unwrap().to_data(),
+                general.column_by_name(column).unwrap().to_data(),
+                "{column}"
+            );
+        }
+        let json = |batch: &RecordBatch| -> Vec<Value> {
+            text_column(batch, "properties")
+                .into_iter()
+                .map(|text| serde_json::from_str(&text.unwrap()).unwrap())
+                .collect()
+        };
+        assert_eq!(json(&fast), json(&general));
+        assert_eq!(
+            text_column(&fast, "elements_chain")[0].as_deref(),
+            Some("button:attr__class=\"btn\"")
+        );
+    }
+
+    #[test]
+    fn person_updates_and_odd_lines_take_the_general_path() {
+        let lines = [
+            r#"{"event": "$identify", "distinct_id": "d", "properties": {"$anon_distinct_id": "a"}}"#,
+            r#"{"event": "$create_alias", "distinct_id": "d", "properties": {"alias": "a"}}"#,
+            r#"{"event": "e", "distinct_id": "d", "properties": "{\"$set\": {\"a\": 1}}"}"#,
+            r#"{"event": "e", "distinct_id": "d", "properties": {"$unset": ["a"]}}"#,
+            r#"{"event": "e", "distinct_id": "d", "$set_once": {"a": 1}}"#,
+            r#"{"event": "e", "distinct_id": 42}"#,
+            r#"{"event": "e", "properties": {"distinct_id": "d"}}"#,
+            r#"{"event": "e", "distinct_id": "d", "sent_at": "2026-11-01T00:00:00Z"}"#,
+            r#"{"event": "e", "distinct_id": "d", "offset": 100}"#,
+            r#"{"event": "e", "distinct_id": "d", "uuid": "nope"}"#,
+            r#"{"event": "e", "distinct_id": "d", "timestamp": "yesterday"}"#,
+            r#"{"event": "e", "distinct_id": "d", "properties": "[1]"}"#,
+            r#"{"event": " ", "distinct_id": "d"}"#,
+            r#"[{"event": "e", "distinct_id": "d"}]"#,
+        ];
+        for line in lines {
+            let mut rows = ParsedRows::default();
+            assert!(!fast_line(line.as_bytes(), now(), &mut rows), "{line}");
+            assert!(rows.is_empty());
+        }
+    }
+
+    #[test]
+    fn chunks_hold_whole_lines_and_lose_nothing() {
+        let input: String = (0..1000)
+            .map(|i| format!("{{\"line\": {i}, \"pad\": \"{}\"}}\n", "x".repeat(i % 37)))
+            .collect();
+        let input = format!("{input}last line without newline");
+        let (sender, receiver) = sync_channel::sync_channel(1024);
+        read_chunks(input.as_bytes(), 100, sender).unwrap();
+        let chunks: Vec<Chunk> = receiver.iter().map(Result::unwrap).collect();
+        assert!(chunks.len() > 100);
+        for (index, chunk) in chunks.iter().enumerate() {
+            assert_eq!(chunk.index, index);
+            if index + 1 < chunks.len() {
+                assert_eq!(chunk.bytes.last(), Some(&b'\n'));
+            }
+        }
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.bytes.clone()).collect();
+        assert_eq!(joined, input.as_bytes());
+        let lines: u64 = chunks
+            .into_iter()
+            .map(|chunk| parse_chunk(chunk, now()).lines)
+            .sum();
+        assert_eq!(lines, 1001);
+    }
 }

@@ -1,0 +1,105 @@
+//! `analytics bench import`: events/s and peak RSS of the bulk importer on a generated PostHog
+//! export: gzip NDJSON with properties as JSON text and ClickHouse-style timestamps, as PostHog's
+//! batch exports write them.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use chrono::{DurationRound, TimeDelta, Utc};
+use common::staging::StagedEvent;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use super::query::Generator;
+
+/// Events generated at a time.
+const CHUNK: usize = 50_000;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Events in the export.
+    #[arg(long, default_value_t = 10_000_000)]
+    events: u64,
+    /// Where the export is written and kept; an existing file is imported as it is.
+    /// Default: a temporary file.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Seed of the generator (the same as `bench query`'s).
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+const EXPORT_TIME: &str = "%Y-%m-%d %H:%M:%S%.6f";
+
+/// One line of a PostHog export.
+fn export_line(event: &StagedEvent) -> serde_json::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(&json!({
+        "uuid": event.uuid,
+        "event": event.event,
+        "distinct_id": event.distinct_id,
+        "properties": serde_json::to_string(&event.properties)?,
+        "elements_chain": event.elements_chain.as_deref().unwrap_or_default(),
+        "timestamp": event.timestamp.format(EXPORT_TIME).to_string(),
+        "created_at": event.created_at.format(EXPORT_TIME).to_string(),
+    }))?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+fn generate(args: &Args, path: &std::path::Path) -> anyhow::Result<()> {
+    let end = Utc::now().duration_trunc(TimeDelta::hours(1))?;
+    let mut generator = Generator::new(args.seed, args.events, end);
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut output = GzEncoder::new(std::io::BufWriter::new(file), Compression::fast());
+    let bar = ProgressBar::new(args.events).with_style(
+        ProgressStyle::with_template("generating {bar:40} {pos}/{len} events ({eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    loop {
+        let chunk = generator.chunk(CHUNK);
+        if chunk.is_empty() {
+            break;
+        }
+        for event in &chunk {
+            output.write_all(&export_line(event)?)?;
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    output.finish()?.flush()?;
+    bar.finish_and_clear();
+    Ok(())
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let temporary = tempfile::tempdir()?;
+    let file = args
+        .file
+        .clone()
+        .unwrap_or_else(|| temporary.path().join("export.ndjson.gz"));
+    if file.exists() {
+        println!("importing the existing export {}", file.display());
+    } else {
+        generate(&args, &file)?;
+        println!(
+            "generated {} events (seed {}) into {}: {} bytes",
+            args.events,
+            args.seed,
+            file.display(),
+            std::fs::metadata(&file)?.len()
+        );
+    }
+    let data_dir = temporary.path().join("data");
+    let state = crate::serve::state_for(data_dir).await?;
+    let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
+        .await?
+        .context("a fresh store bootstraps")?;
+    // The import's own peak, not the generator's (Linux: clear_refs 5 resets the mark).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let summary = crate::import::import_file(&state, bootstrap.project.id, &file).await?;
+    println!("{summary}");
+    Ok(())
+}
