@@ -261,3 +261,69 @@ async fn bad_queries_are_400s_in_the_error_shape() {
         }
     }
 }
+
+/// A person seen on two devices, then identified on both: PostHog merges the second person into
+/// the first, and every earlier event of the second counts as the first's.
+#[tokio::test]
+async fn events_of_a_merged_person_count_as_the_person_they_joined() {
+    for world in World::all().await {
+        let name = world.name();
+        let team = world.bootstrap.project.id;
+        let token = world.bootstrap.project.api_token.clone();
+        let pageview = |device: &str, minute: u32| {
+            json!({"event": "$pageview", "distinct_id": device,
+                "timestamp": format!("2026-11-01T10:{minute:02}:00Z")})
+        };
+        capture_events(
+            &world,
+            &token,
+            vec![
+                pageview("laptop", 0),
+                pageview("phone", 1),
+                pageview("phone", 2),
+            ],
+        )
+        .await;
+        commit(&world, team).await;
+        let persons = "select count(distinct person_id) from events";
+        assert_eq!(
+            sql(&world, team, persons).await["results"],
+            json!([[2]]),
+            "{name}"
+        );
+
+        let identify = json!({"event": "$identify", "distinct_id": "laptop",
+            "timestamp": "2026-11-01T10:03:00Z",
+            "properties": {"$anon_distinct_id": "phone", "$set": {"email": "ada@example.com"}}});
+        capture_events(&world, &token, vec![identify, pageview("phone", 4)]).await;
+        commit(&world, team).await;
+        assert_eq!(
+            sql(&world, team, persons).await["results"],
+            json!([[1]]),
+            "{name}"
+        );
+        let laptop = engine::persons::person_of(world.backend.state.store.clone(), team, "laptop")
+            .await
+            .unwrap()
+            .unwrap();
+        let body = sql(
+            &world,
+            team,
+            "select person_id, count() from events group by person_id",
+        )
+        .await;
+        assert_eq!(
+            body["results"],
+            json!([[laptop.uuid.to_string(), 5]]),
+            "{name} {body}"
+        );
+        // The persons table holds the survivor only, and the events join it.
+        let body = sql(
+            &world,
+            team,
+            "select count() from events e join persons p on e.person_id = p.id",
+        )
+        .await;
+        assert_eq!(body["results"], json!([[5]]), "{name} {body}");
+    }
+}

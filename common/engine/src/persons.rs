@@ -43,6 +43,65 @@ fn ids_of(team_id: i64, person: Uuid) -> String {
     format!("PDIDS#{team_id}#{person}")
 }
 
+/// A merged-away person's rows keep the id they were written with; queries read them as the
+/// person they were merged into, through these overrides (PostHog's person overrides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonOverride {
+    pub old: Uuid,
+    pub new: Uuid,
+}
+
+fn override_item(team_id: i64, old: Uuid, new: Uuid) -> Result<Item, StoreError> {
+    Ok(Item::of(
+        format!("POVERRIDE#{team_id}#{old}"),
+        "OVERRIDE",
+        &PersonOverride { old, new },
+    )?
+    .with_gsi1(format!("POVERRIDES#{team_id}"), old.to_string()))
+}
+
+/// Every override of a project, each resolved to the person at the end of its chain (a person
+/// merged into one that was merged in turn).
+pub async fn overrides(store: &dyn Store, team_id: i64) -> Result<HashMap<Uuid, Uuid>, StoreError> {
+    let mut direct = HashMap::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .query(
+                &format!("POVERRIDES#{team_id}"),
+                QueryOptions {
+                    index: Index::Gsi1,
+                    limit: Some(1000),
+                    cursor: cursor.take(),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        for item in &page.items {
+            let merged: PersonOverride = item.parse()?;
+            direct.insert(merged.old, merged.new);
+        }
+        match page.cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(direct
+        .keys()
+        .map(|old| {
+            let mut target = direct[old];
+            // Bounded: a cycle (which merges cannot make) would otherwise never end.
+            for _ in 0..direct.len() {
+                match direct.get(&target) {
+                    Some(next) if next != old => target = *next,
+                    _ => break,
+                }
+            }
+            (*old, target)
+        })
+        .collect())
+}
+
 /// Every person of a project is listed on GSI1 under this key.
 pub fn persons_index(team_id: i64) -> String {
     format!("PERSONS#{team_id}")
@@ -246,6 +305,9 @@ impl Persons {
         .await?;
         self.snapshots.remove(&from);
         self.snapshots.remove(&into);
+        self.store
+            .put(override_item(self.team_id, from, into)?, Condition::None)
+            .await?;
         self.store
             .delete(&person_pk(self.team_id, from), "PERSON", Condition::None)
             .await

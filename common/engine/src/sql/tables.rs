@@ -15,13 +15,15 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::catalog::MemTable;
 use datafusion::catalog::view::ViewTable;
 use datafusion::common::Column;
-use datafusion::logical_expr::{Expr, lit};
+use datafusion::functions::core::expr_fn::coalesce;
+use datafusion::logical_expr::{Expr, JoinType, lit};
 use datafusion::prelude::SessionContext;
 
 use super::QueryError;
 use super::query_log::{self, QueryLogRecord};
 use crate::lake;
 use crate::persons::{Person, persons_index};
+use uuid::Uuid;
 
 pub const EVENTS: &str = "events";
 pub const PERSONS: &str = "persons";
@@ -29,6 +31,9 @@ pub const QUERY_LOG: &str = "query_log";
 pub const ALL: &[&str] = &[EVENTS, PERSONS, QUERY_LOG];
 
 const RAW_EVENTS: &str = "__events_raw";
+/// Columns of the person overrides joined to the events (names no query can collide with).
+const OVERRIDE_OLD: &str = "__override_old_person_id";
+const OVERRIDE_NEW: &str = "__override_new_person_id";
 
 /// The table version the events table was read at (part of cache keys).
 pub struct Registered {
@@ -106,6 +111,40 @@ async fn register_events(
         ))
         .alias(name)
     };
+    let mut raw = ctx.table(RAW_EVENTS).await.map_err(internal)?;
+    // Rows of merged-away persons count as the person they were merged into.
+    let overrides = crate::persons::overrides(state.store.as_ref(), team_id)
+        .await
+        .map_err(internal)?;
+    let person_id = if overrides.is_empty() {
+        column("person_id")
+    } else {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new(OVERRIDE_OLD, DataType::Utf8, false),
+            Field::new(OVERRIDE_NEW, DataType::Utf8, false),
+        ]));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(
+                overrides.keys().map(Uuid::to_string),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                overrides.values().map(Uuid::to_string),
+            )),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), columns).map_err(internal)?;
+        let table = MemTable::try_new(schema, vec![vec![batch]]).map_err(internal)?;
+        let overrides = ctx.read_table(Arc::new(table)).map_err(internal)?;
+        raw = raw
+            .join(
+                overrides,
+                JoinType::Left,
+                &["person_id"],
+                &[OVERRIDE_OLD],
+                None,
+            )
+            .map_err(internal)?;
+        coalesce(vec![column(OVERRIDE_NEW), column("person_id")]).alias("person_id")
+    };
     let projection = vec![
         column("uuid"),
         column("event"),
@@ -115,14 +154,11 @@ async fn register_events(
         column("elements_chain"),
         zoned("created_at"),
         column("$session_id"),
-        column("person_id"),
+        person_id,
         column("person_properties"),
         lit(team_id).alias("team_id"),
     ];
-    let plan = ctx
-        .table(RAW_EVENTS)
-        .await
-        .map_err(internal)?
+    let plan = raw
         .select(projection)
         .map_err(internal)?
         .into_unoptimized_plan();
