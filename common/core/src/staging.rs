@@ -2,6 +2,7 @@
 //! committer reads into the events lake. One object per accepted request and project:
 //! `staging/team_id=<id>/<uuidv7>.ndjson.gz`, one normalized event per line.
 
+use std::borrow::Cow;
 use std::io::{Read, Write};
 
 use chrono::{DateTime, Utc};
@@ -10,7 +11,9 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -28,6 +31,68 @@ pub struct StagedEvent {
     pub created_at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elements_chain: Option<String>,
+}
+
+/// A staged line read in place: the committer's common case needs no map of properties.
+#[derive(Debug, Deserialize)]
+pub struct StagedLine<'a> {
+    pub uuid: Uuid,
+    #[serde(borrow)]
+    pub event: Cow<'a, str>,
+    #[serde(borrow)]
+    pub distinct_id: Cow<'a, str>,
+    /// A JSON object, as staged.
+    #[serde(borrow)]
+    pub properties: &'a RawValue,
+    pub timestamp: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    #[serde(default)]
+    pub elements_chain: Option<String>,
+}
+
+/// What rows need from an event's properties besides their text: the session, and whether they
+/// update the person (then the whole event is read as a [`StagedEvent`]).
+#[derive(Debug, Deserialize)]
+pub struct PropertiesProbe<'a> {
+    #[serde(rename = "$session_id", borrow, default)]
+    session_id: Option<&'a RawValue>,
+    #[serde(rename = "$set", default)]
+    set: Option<IgnoredAny>,
+    #[serde(rename = "$set_once", default)]
+    set_once: Option<IgnoredAny>,
+    #[serde(rename = "$unset", default)]
+    unset: Option<IgnoredAny>,
+}
+
+impl<'a> PropertiesProbe<'a> {
+    /// Reads a JSON object's text (anything else is an error).
+    pub fn read(properties: &'a str) -> serde_json::Result<Self> {
+        if !properties.trim_start().starts_with('{') {
+            return Err(serde::de::Error::custom("properties must be an object"));
+        }
+        serde_json::from_str(properties)
+    }
+
+    /// `$session_id`, when it is a string.
+    pub fn session_id(&self) -> Option<Cow<'a, str>> {
+        self.session_id.and_then(json_text)
+    }
+
+    /// Whether the properties hold person updates (`$set`, `$set_once`, `$unset`).
+    pub fn updates_person(&self) -> bool {
+        self.set.is_some() || self.set_once.is_some() || self.unset.is_some()
+    }
+}
+
+/// A JSON string's text (borrowed unless it has escapes); `None` for any other value.
+pub fn json_text(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let json = raw.get();
+    let inner = json.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(json).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,18 +134,31 @@ pub fn encode(events: &[StagedEvent]) -> Vec<u8> {
 }
 
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<StagedEvent>, StagingError> {
-    let corrupt = |cause: String| StagingError::Corrupt {
+    let text = inflate(path, bytes)?;
+    lines(&text)
+        .map(|line| serde_json::from_str(line).map_err(|e| corrupt(path, e)))
+        .collect()
+}
+
+fn corrupt(path: &Path, cause: impl std::fmt::Display) -> StagingError {
+    StagingError::Corrupt {
         path: path.to_string(),
-        cause,
-    };
+        cause: cause.to_string(),
+    }
+}
+
+/// A staged object's text: one event per line (see [`lines`]).
+pub fn inflate(path: &Path, bytes: &[u8]) -> Result<String, StagingError> {
     let mut text = String::new();
     GzDecoder::new(bytes)
         .read_to_string(&mut text)
-        .map_err(|e| corrupt(e.to_string()))?;
-    text.lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| serde_json::from_str(line).map_err(|e| corrupt(e.to_string())))
-        .collect()
+        .map_err(|e| corrupt(path, e))?;
+    Ok(text)
+}
+
+/// The event lines of an inflated staged object.
+pub fn lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|line| !line.trim().is_empty())
 }
 
 /// Writes one batch durably under a fresh name; returns where.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::AppState;
-use common::staging::{self, STAGING_ROOT};
+use common::staging::{self, PropertiesProbe, STAGING_ROOT, StagedEvent, StagedLine, StagingError};
 use deltalake_core::kernel::Transaction;
 use deltalake_core::kernel::transaction::CommitProperties;
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
@@ -20,6 +20,8 @@ use deltalake_core::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
+
+use uuid::Uuid;
 
 use crate::lake;
 use crate::persons::Persons;
@@ -311,10 +313,15 @@ impl Committer {
             claimed.extend(self.claim(&path).await?);
         }
 
-        let mut pending = Vec::new();
+        let mut rows = ParsedRows::default();
+        let mut seen = HashSet::new();
+        let mut paths = Vec::with_capacity(claimed.len());
         for (path, bytes) in claimed {
-            match staging::decode(&path, &bytes) {
-                Ok(events) => pending.push((path, events)),
+            match add_staged(&path, &bytes, &mut rows, &mut seen) {
+                Ok(repeats) => {
+                    report.duplicates += repeats;
+                    paths.push(path);
+                }
                 Err(error) => {
                     // Never lose it, never let it block the others: set it aside for a person.
                     tracing::error!(%error, "staged object unreadable; moving it aside");
@@ -329,21 +336,8 @@ impl Committer {
             }
         }
 
-        if !pending.is_empty() {
+        if !paths.is_empty() {
             let mut persons = Persons::new(state.store.clone(), team_id);
-            let mut seen = HashSet::new();
-            let mut rows = ParsedRows::default();
-            let mut paths = Vec::with_capacity(pending.len());
-            for (path, events) in pending {
-                for event in events {
-                    if seen.insert(event.uuid) {
-                        rows.push_staged(event);
-                    } else {
-                        report.duplicates += 1;
-                    }
-                }
-                paths.push(path);
-            }
             let transactions = paths
                 .iter()
                 .map(|path| Transaction::new(app_id(path), 1))
@@ -366,4 +360,39 @@ impl Committer {
         }
         Ok(report)
     }
+}
+
+/// Adds a staged object's events to `rows`, skipping uuids `seen` earlier in the commit, and
+/// returns how many it skipped. The object is read whole first: a corrupt one adds nothing.
+fn add_staged(
+    path: &Path,
+    bytes: &[u8],
+    rows: &mut ParsedRows,
+    seen: &mut HashSet<Uuid>,
+) -> Result<usize, StagingError> {
+    let text = staging::inflate(path, bytes)?;
+    let corrupt = |error: serde_json::Error| StagingError::Corrupt {
+        path: path.to_string(),
+        cause: error.to_string(),
+    };
+    let mut events = Vec::new();
+    for line in staging::lines(&text) {
+        let staged: StagedLine = serde_json::from_str(line).map_err(corrupt)?;
+        let probe = PropertiesProbe::read(staged.properties.get()).map_err(corrupt)?;
+        let update = if ParsedRows::needs_whole_event(&staged, &probe) {
+            Some(serde_json::from_str::<StagedEvent>(line).map_err(corrupt)?)
+        } else {
+            None
+        };
+        events.push((staged, probe, update));
+    }
+    let mut repeats = 0;
+    for (staged, probe, update) in events {
+        if seen.insert(staged.uuid) {
+            rows.push_staged_line(&staged, &probe, update);
+        } else {
+            repeats += 1;
+        }
+    }
+    Ok(repeats)
 }

@@ -125,10 +125,15 @@ fn link_item(team_id: i64, distinct_id: &str, person: Uuid) -> Result<Item, Stor
     )
 }
 
+/// Events that join two distinct ids (and may merge their persons).
+pub fn joins_persons(event: &str) -> bool {
+    matches!(event, "$identify" | "$create_alias")
+}
+
 /// Whether applying the event can change a person: joins, identification or property updates.
 /// Other events only need their person looked up.
 pub fn changes_persons(event: &str, properties: &Map<String, Value>) -> bool {
-    matches!(event, "$identify" | "$create_alias")
+    joins_persons(event)
         || ["$set", "$set_once", "$unset"]
             .iter()
             .any(|key| properties.contains_key(*key))

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use common::staging::StagedEvent;
+use common::staging::{PropertiesProbe, StagedEvent, StagedLine};
 use deltalake_core::arrow::array::{
     Array, ArrayRef, Date32Builder, StringArray, StringBuilder, TimestampMicrosecondArray,
     TimestampMicrosecondBuilder,
@@ -173,6 +173,35 @@ impl ParsedRows {
         if persons::changes_persons(&event.event, &event.properties) {
             self.updates.push((self.len - 1, event));
         }
+    }
+
+    /// A staged line read in place (the committer's common case), with the whole event when it
+    /// changes persons (see [`ParsedRows::needs_whole_event`]).
+    pub fn push_staged_line(
+        &mut self,
+        staged: &StagedLine,
+        probe: &PropertiesProbe,
+        update: Option<StagedEvent>,
+    ) {
+        let session_id = probe.session_id();
+        self.push(&EventFields {
+            uuid: staged.uuid,
+            event: &staged.event,
+            distinct_id: &staged.distinct_id,
+            properties: staged.properties.get(),
+            session_id: session_id.as_deref(),
+            timestamp: staged.timestamp,
+            created_at: staged.created_at,
+            elements_chain: staged.elements_chain.as_deref(),
+        });
+        if let Some(event) = update {
+            self.updates.push((self.len - 1, event));
+        }
+    }
+
+    /// Whether a row of this event needs its whole event for persons.
+    pub fn needs_whole_event(staged: &StagedLine, probe: &PropertiesProbe) -> bool {
+        probe.updates_person() || persons::joins_persons(&staged.event)
     }
 
     pub fn len(&self) -> usize {

@@ -17,6 +17,7 @@ use anyhow::{Context, bail};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use common::AppState;
 use common::models::Project;
+use common::staging::{PropertiesProbe, json_text};
 use engine::rows::{EventFields, ParsedRows};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
@@ -153,30 +154,6 @@ struct ExportLine<'a> {
     offset: Option<IgnoredAny>,
 }
 
-/// The properties the fast path needs; person updates send the line down the general path.
-#[derive(Deserialize)]
-struct PropertiesProbe<'a> {
-    #[serde(rename = "$session_id", borrow, default)]
-    session_id: Option<&'a RawValue>,
-    #[serde(rename = "$set", default)]
-    set: Option<IgnoredAny>,
-    #[serde(rename = "$set_once", default)]
-    set_once: Option<IgnoredAny>,
-    #[serde(rename = "$unset", default)]
-    unset: Option<IgnoredAny>,
-}
-
-/// A JSON string's text (borrowed unless it has escapes); `None` for anything else.
-fn text(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let json = raw.get();
-    let inner = json.strip_prefix('"')?.strip_suffix('"')?;
-    if inner.contains('\\') {
-        serde_json::from_str::<String>(json).ok().map(Cow::Owned)
-    } else {
-        Some(Cow::Borrowed(inner))
-    }
-}
-
 /// Exports write timestamps the ClickHouse way (`2026-11-01 10:00:00.000000`, UTC); capture
 /// takes ISO 8601.
 fn export_time(text: &str) -> Option<DateTime<Utc>> {
@@ -205,14 +182,14 @@ fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
         return false;
     }
     let (Some(event), Some(distinct_id)) = (
-        parsed.event.and_then(text),
-        parsed.distinct_id.and_then(text),
+        parsed.event.and_then(json_text),
+        parsed.distinct_id.and_then(json_text),
     ) else {
         return false;
     };
     if event.trim().is_empty()
         || !capture::name_fits(&event)
-        || matches!(&*event, "$identify" | "$create_alias")
+        || engine::persons::joins_persons(&event)
         || distinct_id.trim().is_empty()
         || !capture::distinct_id_fits(&distinct_id)
     {
@@ -220,14 +197,14 @@ fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
     }
     let uuid = match parsed.uuid.filter(|raw| raw.get() != "null") {
         None => Uuid::now_v7(),
-        Some(raw) => match text(raw).and_then(|t| Uuid::parse_str(&t).ok()) {
+        Some(raw) => match json_text(raw).and_then(|t| Uuid::parse_str(&t).ok()) {
             Some(uuid) => uuid,
             None => return false,
         },
     };
     let timestamp = match parsed.timestamp.filter(|raw| raw.get() != "null") {
         None => now,
-        Some(raw) => match text(raw).and_then(|t| export_time(&t)) {
+        Some(raw) => match json_text(raw).and_then(|t| export_time(&t)) {
             Some(at) => at,
             None => return false,
         },
@@ -235,7 +212,7 @@ fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
     let elements_chain = match parsed.elements_chain {
         None => None,
         Some(raw) if raw.get() == "null" => None,
-        Some(raw) => match text(raw) {
+        Some(raw) => match json_text(raw) {
             Some(chain) => Some(chain),
             None => return false,
         },
@@ -245,21 +222,18 @@ fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
         None => Cow::Borrowed("{}"),
         Some(raw) if raw.get() == "null" => Cow::Borrowed("{}"),
         Some(raw) if raw.get().starts_with('{') => Cow::Borrowed(raw.get()),
-        Some(raw) => match text(raw) {
+        Some(raw) => match json_text(raw) {
             Some(inner) => inner,
             None => return false,
         },
     };
-    if !properties.trim_start().starts_with('{') {
-        return false;
-    }
-    let Ok(probe) = serde_json::from_str::<PropertiesProbe>(&properties) else {
+    let Ok(probe) = PropertiesProbe::read(&properties) else {
         return false;
     };
-    if probe.set.is_some() || probe.set_once.is_some() || probe.unset.is_some() {
+    if probe.updates_person() {
         return false;
     }
-    let session_id = probe.session_id.and_then(text);
+    let session_id = probe.session_id();
     rows.push(&EventFields {
         uuid,
         event: &event,
