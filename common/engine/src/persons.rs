@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use common::staging::StagedEvent;
 use common::store::{self, Condition, Index, Item, QueryOptions, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -15,6 +16,8 @@ use uuid::Uuid;
 /// Namespace for person ids (UUIDv5 of `<team>:<distinct id>`).
 const PERSON_NAMESPACE: Uuid = Uuid::from_u128(0x6a1c_4bd2_3f0e_4c55_9a57_8d1e_2b3c_4d5e);
 const ATTEMPTS: usize = 8;
+/// New persons per batched write: two items each, within a transaction's 100.
+const PERSONS_PER_WRITE: usize = 50;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Person {
@@ -125,6 +128,19 @@ fn link_item(team_id: i64, distinct_id: &str, person: Uuid) -> Result<Item, Stor
     )
 }
 
+/// The distinct ids a join names (its own and the one it joins); none for other events.
+pub fn ids_joined(event: &StagedEvent) -> Vec<&str> {
+    if !joins_persons(&event.event) {
+        return Vec::new();
+    }
+    let other = ["$anon_distinct_id", "alias"]
+        .into_iter()
+        .filter_map(|key| event.properties.get(key).and_then(Value::as_str));
+    std::iter::once(event.distinct_id.as_str())
+        .chain(other)
+        .collect()
+}
+
 /// Events that join two distinct ids (and may merge their persons).
 pub fn joins_persons(event: &str) -> bool {
     matches!(event, "$identify" | "$create_alias")
@@ -206,6 +222,68 @@ impl Persons {
         }
     }
 
+    /// The person a distinct id's first event makes: its id derives from the distinct id, so a
+    /// retried batch makes the same one.
+    fn new_person(&self, distinct_id: &str, at: DateTime<Utc>) -> Person {
+        Person {
+            uuid: Uuid::new_v5(
+                &PERSON_NAMESPACE,
+                format!("{}:{distinct_id}", self.team_id).as_bytes(),
+            ),
+            team_id: self.team_id,
+            properties: Map::new(),
+            is_identified: false,
+            created_at: at,
+        }
+    }
+
+    /// Makes the persons of distinct ids that have none, as [`Self::person_for`] would one at a
+    /// time, in batched writes: a bulk load meets thousands of new ids. `first_seen` pairs each id
+    /// with its first event's time. A batch another writer raced falls back to one at a time.
+    pub async fn create_missing(
+        &mut self,
+        first_seen: &[(&str, DateTime<Utc>)],
+    ) -> Result<(), StoreError> {
+        let mut missing = Vec::new();
+        let mut checked = std::collections::HashSet::new();
+        for (distinct_id, at) in first_seen {
+            if checked.insert(*distinct_id) && self.lookup(distinct_id).await?.is_none() {
+                missing.push((*distinct_id, *at));
+            }
+        }
+        for group in missing.chunks(PERSONS_PER_WRITE) {
+            let mut ops = Vec::with_capacity(group.len() * 2);
+            for (distinct_id, at) in group {
+                let person = self.new_person(distinct_id, *at);
+                ops.push(WriteOp::Put {
+                    item: link_item(self.team_id, distinct_id, person.uuid)?,
+                    condition: Condition::NotExists,
+                });
+                ops.push(WriteOp::Put {
+                    item: person_item(&person)?,
+                    condition: Condition::NotExists,
+                });
+            }
+            match self.store.transact_write(ops).await {
+                Ok(()) => {
+                    let empty: Arc<str> = Arc::from("{}");
+                    for (distinct_id, at) in group {
+                        let person = self.new_person(distinct_id, *at).uuid;
+                        self.links.insert((*distinct_id).to_owned(), person);
+                        self.snapshots.insert(person, empty.clone());
+                    }
+                }
+                Err(StoreError::ConditionFailed) => {
+                    for (distinct_id, at) in group {
+                        self.person_for(distinct_id, *at).await?;
+                    }
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(())
+    }
+
     /// The person of `distinct_id`, created (with the link) when there is none.
     async fn person_for(
         &mut self,
@@ -216,17 +294,8 @@ impl Persons {
             if let Some(person) = self.lookup(distinct_id).await? {
                 return Ok(person);
             }
-            let uuid = Uuid::new_v5(
-                &PERSON_NAMESPACE,
-                format!("{}:{distinct_id}", self.team_id).as_bytes(),
-            );
-            let person = Person {
-                uuid,
-                team_id: self.team_id,
-                properties: Map::new(),
-                is_identified: false,
-                created_at: at,
-            };
+            let person = self.new_person(distinct_id, at);
+            let uuid = person.uuid;
             let ops = vec![
                 // A retried batch may find the person already made: overwriting an equal one is harmless,
                 // and the link's condition decides who wins a race.
@@ -442,5 +511,46 @@ pub async fn person_of(
     match persons.lookup(distinct_id).await? {
         Some(uuid) => persons.load(uuid).await,
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(minute: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_790_000_000 + minute * 60, 0).unwrap()
+    }
+
+    #[tokio::test]
+    async fn batched_creation_makes_what_one_at_a_time_makes_and_keeps_existing_links() {
+        let store: Arc<dyn Store> = Arc::new(common::testing::memory_store());
+        let mut joins = Persons::new(store.clone(), 1);
+        let alias = serde_json::json!({"alias": "d"});
+        joins
+            .apply("$create_alias", "c", alias.as_object().unwrap(), at(0))
+            .await
+            .unwrap();
+        let joined = person_of(store.clone(), 1, "c").await.unwrap().unwrap();
+
+        let mut batched = Persons::new(store.clone(), 1);
+        batched
+            .create_missing(&[("a", at(1)), ("d", at(2)), ("b", at(3)), ("a", at(4))])
+            .await
+            .unwrap();
+        let mut single = Persons::new(Arc::new(common::testing::memory_store()), 1);
+        let expected = single.person_for("a", at(1)).await.unwrap();
+        let a = person_of(store.clone(), 1, "a").await.unwrap().unwrap();
+        assert_eq!((a.uuid, a.created_at), (expected, at(1)));
+        assert!(person_of(store.clone(), 1, "b").await.unwrap().is_some());
+        // An id that had a person keeps it.
+        let d = person_of(store.clone(), 1, "d").await.unwrap().unwrap();
+        assert_eq!(d.uuid, joined.uuid);
+        // Later events resolve through the cache to the same people.
+        let resolved = batched
+            .apply("$pageview", "a", &Map::new(), at(5))
+            .await
+            .unwrap();
+        assert_eq!((resolved.person, &*resolved.properties), (a.uuid, "{}"));
     }
 }

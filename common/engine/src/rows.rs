@@ -2,6 +2,7 @@
 //! person ones; then, in event order, each row's person is resolved and their snapshot added.
 //! The committer and the bulk importer share this path.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -118,6 +119,10 @@ struct Finished {
     date: ArrayRef,
 }
 
+fn micros(value: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(value).unwrap_or_default()
+}
+
 fn days_since_epoch(at: DateTime<Utc>) -> i32 {
     let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
     (at.date_naive() - epoch).num_days() as i32
@@ -216,12 +221,26 @@ impl ParsedRows {
     /// finished batches with each person's id and properties as of their event.
     pub async fn resolve(self, persons: &mut Persons) -> Result<Vec<RecordBatch>, CommitError> {
         let no_properties = Map::new();
+        // Ids that joins name keep the one-at-a-time path, so their persons come out as in
+        // event order; the others' new persons are made in batches first.
+        let joined: HashSet<String> = self
+            .updates
+            .iter()
+            .flat_map(|(_, event)| persons::ids_joined(event))
+            .map(str::to_owned)
+            .collect();
         let mut updates = self.updates.into_iter().peekable();
         let mut batches = Vec::with_capacity(self.full.len() + 1);
         let mut row = 0;
         for columns in self.full.into_iter().chain(self.current) {
             let columns = columns.finish();
             let count = columns.uuid.len();
+            let first_seen: Vec<(&str, DateTime<Utc>)> = (0..count)
+                .map(|i| (columns.distinct_id.value(i), i))
+                .filter(|(id, _)| !joined.contains(*id))
+                .map(|(id, i)| (id, micros(columns.timestamp.value(i))))
+                .collect();
+            persons.create_missing(&first_seen).await?;
             let mut person_ids = StringBuilder::with_capacity(count, count * 36);
             let mut snapshots = StringBuilder::new();
             let mut buffer = Uuid::encode_buffer();
@@ -238,8 +257,7 @@ impl ParsedRows {
                             .await?
                     }
                     None => {
-                        let at = DateTime::from_timestamp_micros(columns.timestamp.value(i))
-                            .unwrap_or_default();
+                        let at = micros(columns.timestamp.value(i));
                         persons
                             .apply(
                                 columns.event.value(i),
