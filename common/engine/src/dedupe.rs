@@ -13,6 +13,8 @@ use chrono::NaiveDate;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Date32Type};
 use datafusion::common::Column;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::functions_window::expr_fn::row_number;
 use datafusion::logical_expr::{ExprFunctionExt, col, lit};
 use datafusion::prelude::{DataFrame, Expr, SessionContext};
@@ -66,6 +68,9 @@ fn day_literal(day: &str) -> Result<Expr, DeltaTableError> {
     ))))
 }
 
+/// Memory for counting one day's uuids before the count spills to disk.
+const MEMORY_BYTES: usize = 512 << 20;
+
 /// A day's repeated uuids, and how many rows beyond their first copies they make.
 #[derive(Default)]
 struct Repeats {
@@ -73,57 +78,55 @@ struct Repeats {
     extra_rows: u64,
 }
 
-/// The uuids that occur more than once, by day, among `days`.
+/// The uuids that occur more than once on `day`.
 async fn repeats(
     ctx: &SessionContext,
     table: &DeltaTable,
-    days: &BTreeSet<String>,
-) -> Result<BTreeMap<String, Repeats>, DeltaTableError> {
-    let days: Vec<Expr> = days
-        .iter()
-        .map(|d| day_literal(d))
-        .collect::<Result<_, _>>()?;
+    day: &str,
+) -> Result<Repeats, DeltaTableError> {
     let batches: Vec<RecordBatch> = events(ctx, table)
         .await?
-        .filter(col(PARTITION_COLUMN).in_list(days, false))
+        .filter(col(PARTITION_COLUMN).eq(day_literal(day)?))
         .and_then(|frame| {
             frame.aggregate(
-                vec![col(PARTITION_COLUMN), col("uuid")],
+                vec![col("uuid")],
                 vec![datafusion::functions_aggregate::count::count(lit(1)).alias("copies")],
             )
         })
         .and_then(|frame| frame.filter(col("copies").gt(lit(1i64))))
-        .and_then(|frame| {
-            frame.select(vec![
-                datafusion::functions::expr_fn::to_char(col(PARTITION_COLUMN), lit("%Y-%m-%d"))
-                    .alias("day"),
-                col("uuid"),
-                col("copies"),
-            ])
-        })
         .map_err(generic)?
         .collect()
         .await
         .map_err(generic)?;
-    let mut found: BTreeMap<String, Repeats> = BTreeMap::new();
+    let mut found = Repeats::default();
     for batch in batches {
         let cast = |i: usize, to: &DataType| {
             datafusion::arrow::compute::cast(batch.column(i), to).map_err(generic)
         };
-        let (days, uuids) = (cast(0, &DataType::Utf8)?, cast(1, &DataType::Utf8)?);
-        let copies = cast(2, &DataType::UInt64)?;
-        let (days, uuids) = (days.as_string::<i32>(), uuids.as_string::<i32>());
+        let (uuids, copies) = (cast(0, &DataType::Utf8)?, cast(1, &DataType::UInt64)?);
+        let uuids = uuids.as_string::<i32>();
         let copies = copies.as_primitive::<datafusion::arrow::datatypes::UInt64Type>();
         for row in 0..batch.num_rows() {
-            if days.is_null(row) || uuids.is_null(row) {
-                continue;
+            if !uuids.is_null(row) {
+                found.uuids.push(uuids.value(row).to_owned());
+                found.extra_rows += copies.value(row).saturating_sub(1);
             }
-            let day = found.entry(days.value(row).to_owned()).or_default();
-            day.uuids.push(uuids.value(row).to_owned());
-            day.extra_rows += copies.value(row).saturating_sub(1);
         }
     }
     Ok(found)
+}
+
+/// Counting a day's uuids holds them all: bounded, and spilled to disk past the bound.
+fn session() -> Result<SessionContext, DeltaTableError> {
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(MEMORY_BYTES, 1.0)
+        .build_arc()
+        .map_err(generic)?;
+    let state = SessionStateBuilder::new()
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .build();
+    Ok(SessionContext::new_with_state(state))
 }
 
 /// Rewrites `day` keeping one copy of each of `uuids` (the first committed).
@@ -184,10 +187,13 @@ pub async fn deduplicate(table: DeltaTable) -> Result<(DeltaTable, DedupeReport)
     if days.is_empty() {
         return Ok((table, report));
     }
-    let ctx = SessionContext::new();
-    let found = repeats(&ctx, &table, &days).await?;
+    let ctx = session()?;
     let mut table = table;
-    for (day, repeats) in found {
+    for day in days {
+        let repeats = repeats(&ctx, &table, &day).await?;
+        if repeats.uuids.is_empty() {
+            continue;
+        }
         table = rewrite_day(table, &day, repeats.uuids).await?;
         report.days_rewritten += 1;
         report.rows_removed += repeats.extra_rows;
