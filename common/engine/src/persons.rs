@@ -4,11 +4,14 @@
 //! distinct id (UUIDv5), so a retried batch resolves to the same people.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use common::staging::StagedEvent;
-use common::store::{self, Condition, Index, Item, QueryOptions, Store, StoreError, WriteOp};
+use common::store::{
+    self, Condition, Index, Item, MAX_TRANSACTION_ITEMS, QueryOptions, Store, StoreError, WriteOp,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -163,6 +166,8 @@ pub struct Persons {
     /// Properties as last read or written in this batch; most events change nothing.
     /// (serialized once: every row of the person carries the same text).
     snapshots: HashMap<Uuid, Arc<str>>,
+    /// Persons with updates not yet written (see [`Persons::flush`]).
+    pending: HashMap<Uuid, Staged>,
 }
 
 /// The person an event belongs to, and their properties (JSON) once the event applied.
@@ -178,6 +183,7 @@ impl Persons {
             team_id,
             links: HashMap::new(),
             snapshots: HashMap::new(),
+            pending: HashMap::new(),
         }
     }
 
@@ -434,6 +440,10 @@ impl Persons {
                 .filter(|s| !s.is_empty())
         };
         let identify = event == "$identify";
+        if joins_persons(event) {
+            // A join reads and moves persons in the Store: it must see every update so far.
+            self.flush().await?;
+        }
         match event {
             "$identify" => {
                 if let Some(anonymous) = text("$anon_distinct_id").filter(|a| *a != distinct_id) {
@@ -448,9 +458,119 @@ impl Persons {
             _ => {}
         }
         let person = self.person_for(distinct_id, at).await?;
-        let set = properties.get("$set").and_then(Value::as_object);
-        let set_once = properties.get("$set_once").and_then(Value::as_object);
-        let unset: Vec<String> = match properties.get("$unset") {
+        let properties = match PropertyUpdate::of(properties, identify) {
+            Some(update) => self.stage(person, update).await?,
+            None => match self.snapshots.get(&person) {
+                Some(cached) => cached.clone(),
+                None => {
+                    let stored = self
+                        .load(person)
+                        .await?
+                        .ok_or(StoreError::ConditionFailed)?;
+                    serialize(&stored.properties)
+                }
+            },
+        };
+        self.snapshots.insert(person, properties.clone());
+        Ok(Resolved { person, properties })
+    }
+
+    /// Applies an update to the person in memory (read once per batch) and returns their
+    /// properties; [`Self::flush`] writes it.
+    async fn stage(
+        &mut self,
+        person: Uuid,
+        update: PropertyUpdate,
+    ) -> Result<Arc<str>, StoreError> {
+        let staged = match self.pending.entry(person) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                let item = self
+                    .store
+                    .get(&person_pk(self.team_id, person), "PERSON")
+                    .await?
+                    .ok_or(StoreError::ConditionFailed)?;
+                let current = item.parse()?;
+                entry.insert(Staged {
+                    item,
+                    person: current,
+                    updates: Vec::new(),
+                })
+            }
+        };
+        update.apply_to(&mut staged.person);
+        let properties = serialize(&staged.person.properties);
+        staged.updates.push(update);
+        if self.pending.len() >= MAX_TRANSACTION_ITEMS {
+            self.flush().await?;
+        }
+        Ok(properties)
+    }
+
+    /// Writes the staged person updates: up to a transaction's worth of persons per write, each
+    /// conditional on the version it was read at. A person another writer changed meanwhile has
+    /// its updates replayed on the current version, one at a time.
+    pub async fn flush(&mut self) -> Result<(), StoreError> {
+        let staged: Vec<Staged> = self.pending.drain().map(|(_, staged)| staged).collect();
+        for group in staged.chunks(MAX_TRANSACTION_ITEMS) {
+            let ops = group
+                .iter()
+                .map(|staged| {
+                    let mut item = staged.item.clone();
+                    item.data = serde_json::to_value(&staged.person)
+                        .map_err(|e| StoreError::Encoding(e.to_string()))?;
+                    item.version = staged.item.version + 1;
+                    Ok(WriteOp::Put {
+                        item,
+                        condition: Condition::VersionEquals(staged.item.version),
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            match self.store.transact_write(ops).await {
+                Ok(()) => {}
+                Err(StoreError::ConditionFailed) => {
+                    for staged in group {
+                        let updated = store::update(
+                            self.store.as_ref(),
+                            &staged.item.pk,
+                            "PERSON",
+                            |mut current: Person| {
+                                for update in &staged.updates {
+                                    update.apply_to(&mut current);
+                                }
+                                Ok(current)
+                            },
+                        )
+                        .await?;
+                        self.snapshots
+                            .insert(updated.uuid, serialize(&updated.properties));
+                    }
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A person's properties as rows carry them (serialized once per change).
+fn serialize(properties: &Map<String, Value>) -> Arc<str> {
+    serde_json::to_string(properties).unwrap_or_default().into()
+}
+
+/// What one event does to its person: `$set`, `$set_once`, `$unset`, identification.
+struct PropertyUpdate {
+    set: Option<Map<String, Value>>,
+    set_once: Option<Map<String, Value>>,
+    unset: Vec<String>,
+    identify: bool,
+}
+
+impl PropertyUpdate {
+    /// The event's update, or `None` when it changes nothing.
+    fn of(properties: &Map<String, Value>, identify: bool) -> Option<Self> {
+        let object = |key: &str| properties.get(key).and_then(Value::as_object).cloned();
+        let unset = match properties.get("$unset") {
             Some(Value::Array(keys)) => keys
                 .iter()
                 .filter_map(|k| k.as_str().map(str::to_owned))
@@ -458,47 +578,43 @@ impl Persons {
             Some(Value::Object(keys)) => keys.keys().cloned().collect(),
             _ => Vec::new(),
         };
-        let changes = identify || set.is_some() || set_once.is_some() || !unset.is_empty();
-        let serialize = |properties: &Map<String, Value>| -> Arc<str> {
-            serde_json::to_string(properties).unwrap_or_default().into()
+        let update = Self {
+            set: object("$set"),
+            set_once: object("$set_once"),
+            unset,
+            identify,
         };
-        let properties = if changes {
-            let updated = store::update(
-                self.store.as_ref(),
-                &person_pk(self.team_id, person),
-                "PERSON",
-                |mut p: Person| {
-                    if let Some(values) = set {
-                        p.properties.extend(values.clone());
-                    }
-                    if let Some(values) = set_once {
-                        for (key, value) in values {
-                            p.properties
-                                .entry(key.clone())
-                                .or_insert_with(|| value.clone());
-                        }
-                    }
-                    for key in &unset {
-                        p.properties.remove(key);
-                    }
-                    p.is_identified |= identify;
-                    Ok(p)
-                },
-            )
-            .await?;
-            serialize(&updated.properties)
-        } else if let Some(cached) = self.snapshots.get(&person) {
-            cached.clone()
-        } else {
-            let stored = self
-                .load(person)
-                .await?
-                .ok_or(StoreError::ConditionFailed)?;
-            serialize(&stored.properties)
-        };
-        self.snapshots.insert(person, properties.clone());
-        Ok(Resolved { person, properties })
+        let changes = update.identify
+            || update.set.is_some()
+            || update.set_once.is_some()
+            || !update.unset.is_empty();
+        changes.then_some(update)
     }
+
+    fn apply_to(&self, person: &mut Person) {
+        if let Some(values) = &self.set {
+            person.properties.extend(values.clone());
+        }
+        if let Some(values) = &self.set_once {
+            for (key, value) in values {
+                person
+                    .properties
+                    .entry(key.clone())
+                    .or_insert_with(|| value.clone());
+            }
+        }
+        for key in &self.unset {
+            person.properties.remove(key);
+        }
+        person.is_identified |= self.identify;
+    }
+}
+
+/// A person read for updates, with the updates applied since.
+struct Staged {
+    item: Item,
+    person: Person,
+    updates: Vec<PropertyUpdate>,
 }
 
 /// The person a distinct id belongs to, if any (for tests and the query engine).
@@ -531,6 +647,7 @@ mod tests {
             .apply("$create_alias", "c", alias.as_object().unwrap(), at(0))
             .await
             .unwrap();
+        joins.flush().await.unwrap();
         let joined = person_of(store.clone(), 1, "c").await.unwrap().unwrap();
 
         let mut batched = Persons::new(store.clone(), 1);
@@ -552,5 +669,84 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((resolved.person, &*resolved.properties), (a.uuid, "{}"));
+    }
+}
+
+#[cfg(test)]
+mod staged_updates {
+    use super::*;
+
+    fn properties(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn updates_are_written_at_flush_and_replayed_over_a_concurrent_change() {
+        let store: Arc<dyn Store> = Arc::new(common::testing::memory_store());
+        let at = DateTime::from_timestamp(1_790_000_000, 0).unwrap();
+        let mut ours = Persons::new(store.clone(), 1);
+        let first = ours
+            .apply(
+                "e",
+                "d",
+                &properties(serde_json::json!({"$set": {"a": 1}})),
+                at,
+            )
+            .await
+            .unwrap();
+        assert_eq!(&*first.properties, r#"{"a":1}"#);
+        let second = ours
+            .apply(
+                "e",
+                "d",
+                &properties(serde_json::json!({"$set_once": {"a": 2, "b": 2}, "$unset": ["x"]})),
+                at,
+            )
+            .await
+            .unwrap();
+        assert_eq!(&*second.properties, r#"{"a":1,"b":2}"#);
+        // Not written yet: another writer changes the person meanwhile.
+        let stored = person_of(store.clone(), 1, "d").await.unwrap().unwrap();
+        assert!(stored.properties.is_empty());
+        let mut theirs = Persons::new(store.clone(), 1);
+        theirs
+            .apply(
+                "e",
+                "d",
+                &properties(serde_json::json!({"$set": {"x": 9, "c": 3}})),
+                at,
+            )
+            .await
+            .unwrap();
+        theirs.flush().await.unwrap();
+        // Our flush loses the version race and replays our updates over theirs.
+        ours.flush().await.unwrap();
+        let stored = person_of(store.clone(), 1, "d").await.unwrap().unwrap();
+        assert_eq!(
+            Value::Object(stored.properties),
+            serde_json::json!({"a": 1, "b": 2, "c": 3})
+        );
+        // A join sees staged updates: they are written before it.
+        ours.apply(
+            "e",
+            "e2",
+            &properties(serde_json::json!({"$set": {"z": 1}})),
+            at,
+        )
+        .await
+        .unwrap();
+        ours.apply(
+            "$identify",
+            "d",
+            &properties(serde_json::json!({"$anon_distinct_id": "e2"})),
+            at,
+        )
+        .await
+        .unwrap();
+        ours.flush().await.unwrap();
+        let merged = person_of(store.clone(), 1, "e2").await.unwrap().unwrap();
+        assert_eq!(merged.uuid, stored.uuid);
+        assert_eq!(merged.properties["z"], 1);
+        assert!(merged.is_identified);
     }
 }

@@ -287,6 +287,8 @@ impl ParsedRows {
             ];
             batches.push(RecordBatch::try_new(lake::arrow_schema(), arrays)?);
         }
+        // Person updates are written before the rows that carry them are committed.
+        persons.flush().await?;
         Ok(batches)
     }
 }
