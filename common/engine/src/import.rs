@@ -22,9 +22,10 @@ use crate::lake;
 use crate::persons::Persons;
 use crate::rows::ParsedRows;
 
-/// Rows per Delta commit (each commit closes the encoders' Parquet files, which are held in
-/// memory until then).
+/// Rows, and text bytes, per Delta commit at most: each commit closes the encoders' Parquet
+/// files, which are held in memory until then.
 const ROWS_PER_COMMIT: usize = 4_000_000;
+const BYTES_PER_COMMIT: usize = 1 << 30;
 /// Parquet files roll over at about this size.
 const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
 /// Batches waiting for each encoder.
@@ -90,6 +91,7 @@ pub struct Importer {
     next_encoder: usize,
     persons: Persons,
     rows_in_commit: usize,
+    bytes_in_commit: usize,
     report: ImportReport,
     started: Instant,
 }
@@ -109,6 +111,7 @@ impl Importer {
             next_encoder: 0,
             persons,
             rows_in_commit: 0,
+            bytes_in_commit: 0,
             report: ImportReport::default(),
             started: Instant::now(),
         };
@@ -118,7 +121,7 @@ impl Importer {
 
     /// Adds rows, their persons resolved (and updated) as the committer would.
     pub async fn push(&mut self, rows: ParsedRows) -> Result<(), CommitError> {
-        let count = rows.len();
+        let (count, bytes) = (rows.len(), rows.bytes());
         for batch in rows.resolve(&mut self.persons).await? {
             let encoder = &self.encoders[self.next_encoder];
             self.next_encoder = (self.next_encoder + 1) % self.encoders.len();
@@ -128,8 +131,9 @@ impl Importer {
             }
         }
         self.rows_in_commit += count;
+        self.bytes_in_commit += bytes;
         self.report.rows += count as u64;
-        if self.rows_in_commit >= ROWS_PER_COMMIT {
+        if self.rows_in_commit >= ROWS_PER_COMMIT || self.bytes_in_commit >= BYTES_PER_COMMIT {
             self.commit().await?;
             self.encoders = self.spawn_encoders()?;
         }
@@ -165,6 +169,7 @@ impl Importer {
             self.report.commits += 1;
         }
         self.rows_in_commit = 0;
+        self.bytes_in_commit = 0;
         Ok(())
     }
 

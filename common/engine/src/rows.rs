@@ -136,6 +136,7 @@ pub struct ParsedRows {
     /// Rows whose event changes persons (joins, `$set`...), by position, with that event.
     updates: Vec<(usize, StagedEvent)>,
     len: usize,
+    bytes: usize,
 }
 
 impl ParsedRows {
@@ -151,8 +152,10 @@ impl ParsedRows {
     /// An event that changes no person: no join and no property update.
     pub fn push(&mut self, fields: &EventFields) {
         let columns = self.current.get_or_insert_with(Columns::new);
+        let before = columns.bytes;
         columns.push(fields);
         self.len += 1;
+        self.bytes += columns.bytes - before;
         if columns.len >= ROWS_PER_BATCH || columns.bytes >= BYTES_PER_BATCH {
             self.full.extend(self.current.take());
         }
@@ -211,6 +214,11 @@ impl ParsedRows {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Text bytes held (properties, names, ids): what the Parquet files grow with.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub fn is_empty(&self) -> bool {
