@@ -9,28 +9,36 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
 
+/// Sends one `/batch/` request and commits it.
+async fn capture_and_commit(world: &World, events: Vec<serde_json::Value>) {
+    let token = world.bootstrap.project.api_token.clone();
+    let body = json!({"api_key": token, "batch": events}).to_string();
+    let request = Request::post("/batch/")
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    assert_eq!(
+        respond(world.app.clone(), request).await.0,
+        StatusCode::OK,
+        "{}",
+        world.name()
+    );
+    engine::commit_team(&world.backend.state, world.bootstrap.project.id)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn optimize_and_vacuum_keep_every_event_exactly_once() {
     for world in World::all().await {
         let name = world.name();
         let state = world.backend.state.clone();
         let team = world.bootstrap.project.id;
-        let token = world.bootstrap.project.api_token.clone();
         for round in 0..6 {
             let events: Vec<_> = (0..20)
                 .map(|i| json!({"event": "e", "distinct_id": format!("u{i}"), "timestamp": "2026-11-20T10:00:00Z", "properties": {"round": round}}))
                 .collect();
-            let body = json!({"api_key": token, "batch": events}).to_string();
-            let request = Request::post("/batch/")
-                .header("content-type", "application/json")
-                .body(Body::from(body))
-                .unwrap();
-            assert_eq!(
-                respond(world.app.clone(), request).await.0,
-                StatusCode::OK,
-                "{name}"
-            );
-            engine::commit_team(&state, team).await.unwrap();
+            capture_and_commit(&world, events).await;
         }
         let files = |state: common::AppState| async move {
             let table = engine::lake::open_existing(&state, team)
@@ -94,7 +102,6 @@ async fn events_sent_twice_are_kept_once_after_compaction() {
         let name = world.name();
         let state = world.backend.state.clone();
         let team = world.bootstrap.project.id;
-        let token = world.bootstrap.project.api_token.clone();
         let uuid = |i: u32| format!("0192f0a1-7c3e-7b2a-9d41-{i:012}");
         // The second request repeats half of the first (a retry), in a separate commit.
         for (round, range) in [("first", 0..10), ("retry", 5..16)] {
@@ -104,17 +111,7 @@ async fn events_sent_twice_are_kept_once_after_compaction() {
                     "timestamp": "2026-11-20T10:00:00Z", "properties": {"round": round}})
                 })
                 .collect();
-            let body = json!({"api_key": token, "batch": events}).to_string();
-            let request = Request::post("/batch/")
-                .header("content-type", "application/json")
-                .body(Body::from(body))
-                .unwrap();
-            assert_eq!(
-                respond(world.app.clone(), request).await.0,
-                StatusCode::OK,
-                "{name}"
-            );
-            engine::commit_team(&state, team).await.unwrap();
+            capture_and_commit(&world, events).await;
         }
         assert_eq!(engine::lake::scan(&state, team).await.unwrap().len(), 21);
 

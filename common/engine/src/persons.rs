@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use common::staging::StagedEvent;
 use common::store::{
-    self, Condition, Index, Item, MAX_TRANSACTION_ITEMS, QueryOptions, Store, StoreError, WriteOp,
+    self, Condition, Index, Item, MAX_TRANSACTION_ITEMS, Store, StoreError, WriteOp,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -70,27 +70,9 @@ fn override_item(team_id: i64, old: Uuid, new: Uuid) -> Result<Item, StoreError>
 /// merged into one that was merged in turn).
 pub async fn overrides(store: &dyn Store, team_id: i64) -> Result<HashMap<Uuid, Uuid>, StoreError> {
     let mut direct = HashMap::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .query(
-                &format!("POVERRIDES#{team_id}"),
-                QueryOptions {
-                    index: Index::Gsi1,
-                    limit: Some(1000),
-                    cursor: cursor.take(),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        for item in &page.items {
-            let merged: PersonOverride = item.parse()?;
-            direct.insert(merged.old, merged.new);
-        }
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
+    for item in store::query_all(store, &format!("POVERRIDES#{team_id}"), Index::Gsi1).await? {
+        let merged: PersonOverride = item.parse()?;
+        direct.insert(merged.old, merged.new);
     }
     Ok(direct
         .keys()
@@ -337,34 +319,21 @@ impl Persons {
         let Some(source) = self.load(from).await? else {
             return Ok(());
         };
-        let mut cursor = None;
-        loop {
-            let page = self
-                .store
-                .query(
-                    &ids_of(self.team_id, from),
-                    QueryOptions {
-                        index: Index::Gsi1,
-                        limit: Some(100),
-                        cursor: cursor.take(),
-                        ..Default::default()
-                    },
+        let links = store::query_all(
+            self.store.as_ref(),
+            &ids_of(self.team_id, from),
+            Index::Gsi1,
+        )
+        .await?;
+        for item in &links {
+            let link: DistinctId = item.parse()?;
+            self.store
+                .put(
+                    link_item(self.team_id, &link.distinct_id, into)?,
+                    Condition::None,
                 )
                 .await?;
-            for item in &page.items {
-                let link: DistinctId = item.parse()?;
-                self.store
-                    .put(
-                        link_item(self.team_id, &link.distinct_id, into)?,
-                        Condition::None,
-                    )
-                    .await?;
-                self.links.insert(link.distinct_id, into);
-            }
-            match page.cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
+            self.links.insert(link.distinct_id, into);
         }
         store::update(
             self.store.as_ref(),

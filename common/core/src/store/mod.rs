@@ -217,6 +217,34 @@ pub(crate) fn now_unix() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
+/// Every item of a partition (or of a GSI1 partition), read page by page.
+pub async fn query_all(
+    store: &dyn Store,
+    partition: &str,
+    index: Index,
+) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .query(
+                partition,
+                QueryOptions {
+                    index,
+                    limit: Some(1000),
+                    cursor: cursor.take(),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        items.extend(page.items);
+        match page.cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(items),
+        }
+    }
+}
+
 /// Read, change and write back one item under optimistic locking, retrying on concurrent changes.
 /// `change` gets the current entity and returns the new one; it may run more than once.
 pub async fn update<T, F>(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use common::AppState;
-use common::store::{Index, QueryOptions};
+use common::store::{self, Index};
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
     TimestampMicrosecondArray, UInt64Array,
@@ -173,30 +173,12 @@ async fn register_persons(
     state: &AppState,
     team_id: i64,
 ) -> Result<(), QueryError> {
-    let mut persons = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = state
-            .store
-            .query(
-                &persons_index(team_id),
-                QueryOptions {
-                    index: Index::Gsi1,
-                    limit: Some(1000),
-                    cursor,
-                    ..Default::default()
-                },
-            )
-            .await
-            .map_err(internal)?;
-        for item in &page.items {
-            persons.push(item.parse::<Person>().map_err(internal)?);
-        }
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    let persons = store::query_all(state.store.as_ref(), &persons_index(team_id), Index::Gsi1)
+        .await
+        .map_err(internal)?
+        .iter()
+        .map(|item| item.parse::<Person>().map_err(internal))
+        .collect::<Result<Vec<_>, _>>()?;
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Utf8, false),
         Field::new("created_at", utc_micros(), false),
