@@ -282,6 +282,8 @@ impl Committer {
     ) -> Result<CommitReport, CommitError> {
         let state = self.state.clone();
         let objects = state.objects.as_ref();
+        let started = std::time::Instant::now();
+        let mut phases = Vec::new();
         let mut report = CommitReport {
             team_id,
             ..Default::default()
@@ -313,6 +315,7 @@ impl Committer {
             claimed.extend(self.claim(&path).await?);
         }
 
+        phases.push(("claim", started.elapsed()));
         let mut rows = ParsedRows::default();
         let mut seen = HashSet::new();
         let mut paths = Vec::with_capacity(claimed.len());
@@ -343,7 +346,9 @@ impl Committer {
                 .map(|path| Transaction::new(app_id(path), 1))
                 .collect();
             report.events = rows.len();
+            phases.push(("read", started.elapsed()));
             let batches = rows.resolve(&mut persons).await?;
+            phases.push(("persons", started.elapsed()));
             let table = self.table(team_id).await?;
             let mut writer = RecordBatchWriter::for_table(table)?.with_commit_properties(
                 CommitProperties::default().with_application_transactions(transactions),
@@ -352,12 +357,20 @@ impl Committer {
                 writer.write(batch).await?;
             }
             report.version = Some(writer.flush_and_commit(table).await? as i64);
+            phases.push(("commit", started.elapsed()));
             report.batches = paths.len();
             committed.extend(paths);
         }
         for path in committed {
             delete_if_present(objects, &path).await?;
         }
+        phases.push(("clean up", started.elapsed()));
+        tracing::debug!(
+            events = report.events,
+            objects = report.batches,
+            ?phases,
+            "commit timings (elapsed at the end of each phase)"
+        );
         Ok(report)
     }
 }
