@@ -201,22 +201,36 @@ fn condition_holds(existing: Option<&Item>, condition: Condition) -> bool {
 fn write_put(connection: &Connection, item: &Item) -> Result<(), StoreError> {
     let data =
         serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
-    connection
-        .execute(
-            &format!(
-                "INSERT OR REPLACE INTO items ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-            ),
-            params![
-                item.pk,
-                item.sk,
-                item.version as i64,
-                data,
-                item.gsi1pk,
-                item.gsi1sk,
-                item.expires_at
-            ],
-        )
+    let values = params![
+        item.pk,
+        item.sk,
+        item.version as i64,
+        data,
+        item.gsi1pk,
+        item.gsi1sk,
+        item.expires_at
+    ];
+    // Most puts rewrite an item under the same index keys: updating in place leaves the index
+    // alone (a replace would delete and re-insert its entry too).
+    let in_place = connection
+        .prepare_cached(&format!(
+            "INSERT INTO items ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+             ON CONFLICT (pk, sk) DO UPDATE SET version = excluded.version, \
+             data = excluded.data, expires_at = excluded.expires_at \
+             WHERE items.gsi1pk IS excluded.gsi1pk AND items.gsi1sk IS excluded.gsi1sk"
+        ))
+        .map_err(backend)?
+        .execute(values)
         .map_err(backend)?;
+    if in_place == 0 {
+        connection
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO items ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ))
+            .map_err(backend)?
+            .execute(values)
+            .map_err(backend)?;
+    }
     Ok(())
 }
 
