@@ -17,7 +17,7 @@ use deltalake_core::kernel::Transaction;
 use deltalake_core::kernel::transaction::CommitProperties;
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake_core::{DeltaTable, DeltaTableError};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
 
@@ -33,6 +33,8 @@ const BATCHES_PER_COMMIT: usize = 256;
 /// large backlog) and stays well inside a Lambda invocation.
 const COMMITS_PER_RUN: usize = 16;
 const QUARANTINE_ROOT: &str = "staging-rejected";
+/// Object-store calls in flight at once while claiming and cleaning up.
+const CONCURRENT_OBJECT_CALLS: usize = 16;
 const CLAIMED_ROOT: &str = "claimed";
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -311,9 +313,15 @@ impl Committer {
                 }
             }
         }
-        for path in staged {
-            claimed.extend(self.claim(&path).await?);
-        }
+        // Claims are independent: several at once (an object store answers each in a round
+        // trip), kept in staging order so persons resolve in capture order.
+        let this = &*self;
+        let claims: Vec<Option<(Path, Bytes)>> = futures::stream::iter(staged)
+            .map(move |path| async move { this.claim(&path).await })
+            .buffered(CONCURRENT_OBJECT_CALLS)
+            .try_collect()
+            .await?;
+        claimed.extend(claims.into_iter().flatten());
 
         phases.push(("claim", started.elapsed()));
         let mut rows = ParsedRows::default();
@@ -361,9 +369,11 @@ impl Committer {
             report.batches = paths.len();
             committed.extend(paths);
         }
-        for path in committed {
-            delete_if_present(objects, &path).await?;
-        }
+        futures::stream::iter(committed)
+            .map(move |path| async move { delete_if_present(objects, &path).await })
+            .buffer_unordered(CONCURRENT_OBJECT_CALLS)
+            .try_collect::<Vec<()>>()
+            .await?;
         phases.push(("clean up", started.elapsed()));
         tracing::debug!(
             events = report.events,
