@@ -136,14 +136,17 @@ pub fn encode(events: &[StagedEvent]) -> Vec<u8> {
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<StagedEvent>, StagingError> {
     let text = inflate(path, bytes)?;
     lines(&text)
-        .map(|line| serde_json::from_str(line).map_err(|e| corrupt(path, e)))
+        .map(|line| serde_json::from_str(line).map_err(|e| StagingError::corrupt(path, e)))
         .collect()
 }
 
-fn corrupt(path: &Path, cause: impl std::fmt::Display) -> StagingError {
-    StagingError::Corrupt {
-        path: path.to_string(),
-        cause: cause.to_string(),
+impl StagingError {
+    /// The staged object at `path` cannot be read, because of `cause`.
+    pub fn corrupt(path: &Path, cause: impl std::fmt::Display) -> Self {
+        Self::Corrupt {
+            path: path.to_string(),
+            cause: cause.to_string(),
+        }
     }
 }
 
@@ -152,7 +155,7 @@ pub fn inflate(path: &Path, bytes: &[u8]) -> Result<String, StagingError> {
     let mut text = String::new();
     GzDecoder::new(bytes)
         .read_to_string(&mut text)
-        .map_err(|e| corrupt(path, e))?;
+        .map_err(|e| StagingError::corrupt(path, e))?;
     Ok(text)
 }
 

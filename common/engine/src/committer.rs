@@ -20,7 +20,6 @@ use deltalake_core::{DeltaTable, DeltaTableError};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
-
 use uuid::Uuid;
 
 use crate::lake;
@@ -358,9 +357,11 @@ impl Committer {
             let batches = rows.resolve(&mut persons).await?;
             phases.push(("persons", started.elapsed()));
             let table = self.table(team_id).await?;
-            let mut writer = RecordBatchWriter::for_table(table)?.with_commit_properties(
-                CommitProperties::default().with_application_transactions(transactions),
-            );
+            let mut writer = RecordBatchWriter::for_table(table)?
+                .with_writer_properties(lake::writer_properties())
+                .with_commit_properties(
+                    CommitProperties::default().with_application_transactions(transactions),
+                );
             for batch in batches {
                 writer.write(batch).await?;
             }
@@ -394,10 +395,7 @@ fn add_staged(
     seen: &mut HashSet<Uuid>,
 ) -> Result<usize, StagingError> {
     let text = staging::inflate(path, bytes)?;
-    let corrupt = |error: serde_json::Error| StagingError::Corrupt {
-        path: path.to_string(),
-        cause: error.to_string(),
-    };
+    let corrupt = |error| StagingError::corrupt(path, error);
     let mut events = Vec::new();
     for line in staging::lines(&text) {
         let staged: StagedLine = serde_json::from_str(line).map_err(corrupt)?;

@@ -131,12 +131,12 @@ fn session() -> Result<SessionContext, DeltaTableError> {
 
 /// Rewrites `day` keeping one copy of each of `uuids` (the first committed).
 async fn rewrite_day(
+    ctx: &SessionContext,
     table: DeltaTable,
     day: &str,
     uuids: Vec<String>,
 ) -> Result<DeltaTable, DeltaTableError> {
-    let ctx = SessionContext::new();
-    let frame = events(&ctx, &table).await?;
+    let frame = events(ctx, &table).await?;
     let columns: Vec<Expr> = frame
         .schema()
         .fields()
@@ -194,7 +194,7 @@ pub async fn deduplicate(table: DeltaTable) -> Result<(DeltaTable, DedupeReport)
         if repeats.uuids.is_empty() {
             continue;
         }
-        table = rewrite_day(table, &day, repeats.uuids).await?;
+        table = rewrite_day(&ctx, table, &day, repeats.uuids).await?;
         report.days_rewritten += 1;
         report.rows_removed += repeats.extra_rows;
     }

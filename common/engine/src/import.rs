@@ -9,8 +9,6 @@ use common::AppState;
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::kernel::Action;
 use deltalake_core::kernel::transaction::CommitBuilder;
-use deltalake_core::parquet::basic::Compression;
-use deltalake_core::parquet::file::properties::WriterProperties;
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake_core::{DeltaTable, DeltaTableError};
@@ -46,24 +44,11 @@ struct Encoder {
     done: JoinHandle<Result<Vec<Action>, CommitError>>,
 }
 
-/// Columns whose values are nearly all distinct: a dictionary only costs time there.
-const UNIQUE_COLUMNS: [&str; 4] = ["uuid", "properties", "timestamp", "created_at"];
-
-fn writer_properties() -> WriterProperties {
-    UNIQUE_COLUMNS
-        .iter()
-        .fold(
-            WriterProperties::builder().set_compression(Compression::SNAPPY),
-            |builder, column| builder.set_column_dictionary_enabled((*column).into(), false),
-        )
-        .build()
-}
-
 impl Encoder {
     fn spawn(table: &DeltaTable) -> Result<Self, CommitError> {
         let mut writer = RecordBatchWriter::for_table(table)?
             .with_target_file_size(TARGET_FILE_BYTES)
-            .with_writer_properties(writer_properties());
+            .with_writer_properties(lake::writer_properties());
         let (batches, mut receiver) = mpsc::channel::<RecordBatch>(ENCODER_QUEUE);
         let done = tokio::spawn(async move {
             while let Some(batch) = receiver.recv().await {

@@ -11,6 +11,8 @@ use deltalake_core::kernel::{DataType, StructField};
 use deltalake_core::logstore::{
     LogStore, LogStoreFactory, ObjectStoreRef, StorageConfig, default_logstore, logstore_factories,
 };
+use deltalake_core::parquet::basic::Compression;
+use deltalake_core::parquet::file::properties::WriterProperties;
 use deltalake_core::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
 use url::Url;
 
@@ -49,6 +51,20 @@ pub fn arrow_schema() -> Arc<Schema> {
         })
         .collect();
     Arc::new(Schema::new(fields))
+}
+
+/// Columns whose values are nearly all distinct: a dictionary only costs time there.
+const UNIQUE_COLUMNS: [&str; 4] = ["uuid", "properties", "timestamp", "created_at"];
+
+/// How every writer of the events tables encodes Parquet.
+pub fn writer_properties() -> WriterProperties {
+    UNIQUE_COLUMNS
+        .iter()
+        .fold(
+            WriterProperties::builder().set_compression(Compression::SNAPPY),
+            |builder, column| builder.set_column_dictionary_enabled((*column).into(), false),
+        )
+        .build()
 }
 
 /// The object-store path of a project's table, relative to the store root.

@@ -241,8 +241,10 @@ impl Persons {
         }
         for group in missing.chunks(PERSONS_PER_WRITE) {
             let mut ops = Vec::with_capacity(group.len() * 2);
+            let mut made = Vec::with_capacity(group.len());
             for (distinct_id, at) in group {
                 let person = self.new_person(distinct_id, *at);
+                made.push((*distinct_id, person.uuid));
                 ops.push(WriteOp::Put {
                     item: link_item(self.team_id, distinct_id, person.uuid)?,
                     condition: Condition::NotExists,
@@ -255,9 +257,8 @@ impl Persons {
             match self.store.transact_write(ops).await {
                 Ok(()) => {
                     let empty: Arc<str> = Arc::from("{}");
-                    for (distinct_id, at) in group {
-                        let person = self.new_person(distinct_id, *at).uuid;
-                        self.links.insert((*distinct_id).to_owned(), person);
+                    for (distinct_id, person) in made {
+                        self.links.insert(distinct_id.to_owned(), person);
                         self.snapshots.insert(person, empty.clone());
                     }
                 }

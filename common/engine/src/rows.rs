@@ -140,7 +140,7 @@ pub struct ParsedRows {
 }
 
 impl ParsedRows {
-    /// Rows of already validated events (the committer's staged batches).
+    /// Rows of already validated events.
     pub fn from_staged(events: impl IntoIterator<Item = StagedEvent>) -> Self {
         let mut rows = Self::default();
         for event in events {

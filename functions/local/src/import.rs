@@ -302,14 +302,14 @@ fn parse_chunk(chunk: Chunk, now: DateTime<Utc>) -> Parsed {
     parsed
 }
 
-/// Parser threads: chunks in, rows out (in whatever order they finish).
+/// `count` parser threads: chunks in, rows out (in whatever order they finish).
 fn spawn_parsers(
+    count: usize,
     chunks: sync_channel::Receiver<Result<Chunk, String>>,
     parsed: mpsc::Sender<Result<Parsed, String>>,
     now: DateTime<Utc>,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let chunks = Arc::new(Mutex::new(chunks));
-    let count = std::thread::available_parallelism().map_or(2, |n| n.get());
     (0..count)
         .map(|_| {
             let (chunks, parsed) = (chunks.clone(), parsed.clone());
@@ -342,6 +342,8 @@ pub struct Summary {
     pub report: engine::import::ImportReport,
     pub skipped: u64,
     pub file_bytes: u64,
+    /// The process's peak resident memory when the import ended.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl std::fmt::Display for Summary {
@@ -359,7 +361,7 @@ impl std::fmt::Display for Summary {
             report.commits,
             report.files,
         )?;
-        match peak_rss_bytes() {
+        match self.peak_rss_bytes {
             Some(bytes) => write!(f, ", peak RSS {} MiB", bytes / (1 << 20)),
             None => Ok(()),
         }
@@ -391,7 +393,7 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
             let _ = chunk_sender.send(Err(error));
         }
     });
-    let workers = spawn_parsers(chunks, parsed_sender, Utc::now());
+    let workers = spawn_parsers(parsers, chunks, parsed_sender, Utc::now());
 
     // Chunks finish out of order; rows go to the importer in file order.
     let mut waiting: BTreeMap<usize, Parsed> = BTreeMap::new();
@@ -424,6 +426,7 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
         report,
         skipped,
         file_bytes: total,
+        peak_rss_bytes: peak_rss_bytes(),
     })
 }
 
