@@ -541,6 +541,40 @@ async fn transactions_are_all_or_nothing() {
     }
 }
 
+#[tokio::test]
+async fn grouped_transactions_each_succeed_or_fail_whole() {
+    let put = |sk: &str| WriteOp::Put {
+        item: Item::new("G", sk, json!({ "sk": sk })),
+        condition: Condition::NotExists,
+    };
+    for (name, store, _dir) in backends().await {
+        store
+            .put(Item::new("G", "TAKEN", json!({})), Condition::None)
+            .await
+            .unwrap();
+        let applied = store
+            .transact_write_each(vec![
+                vec![put("A"), put("B")],
+                vec![put("C"), put("TAKEN")],
+                vec![put("D")],
+            ])
+            .await
+            .unwrap();
+        assert_eq!(applied, [true, false, true], "{name}");
+        let page = store.query("G", QueryOptions::default()).await.unwrap();
+        assert_eq!(keys(&page), ["A", "B", "D", "TAKEN"], "{name}");
+        assert!(
+            matches!(
+                store
+                    .transact_write_each(vec![vec![put("E")], vec![]])
+                    .await,
+                Err(StoreError::Invalid(_))
+            ),
+            "{name}"
+        );
+    }
+}
+
 /// Several processes (here: several independent stores on one file) share the SQLite store safely.
 #[tokio::test]
 async fn sqlite_files_are_shared_safely_between_openers() {

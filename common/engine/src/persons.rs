@@ -21,6 +21,11 @@ const PERSON_NAMESPACE: Uuid = Uuid::from_u128(0x6a1c_4bd2_3f0e_4c55_9a57_8d1e_2
 const ATTEMPTS: usize = 8;
 /// New persons per batched write: two items each, within a transaction's 100.
 const PERSONS_PER_WRITE: usize = 50;
+/// Transactions per grouped Store call (one SQLite commit): bounds how long a bulk load holds
+/// the embedded store's write lock.
+const WRITES_PER_CALL: usize = 40;
+/// Persons with staged updates before they are written.
+const PENDING_PERSONS: usize = 2_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Person {
@@ -150,6 +155,8 @@ pub struct Persons {
     snapshots: HashMap<Uuid, Arc<str>>,
     /// Persons with updates not yet written (see [`Persons::flush`]).
     pending: HashMap<Uuid, Staged>,
+    /// Persons this batch made, as written: their first update needs no read.
+    made: HashMap<Uuid, (Item, Person)>,
 }
 
 /// The person an event belongs to, and their properties (JSON) once the event applied.
@@ -166,6 +173,7 @@ impl Persons {
             links: HashMap::new(),
             snapshots: HashMap::new(),
             pending: HashMap::new(),
+            made: HashMap::new(),
         }
     }
 
@@ -239,35 +247,41 @@ impl Persons {
                 missing.push((*distinct_id, *at));
             }
         }
-        for group in missing.chunks(PERSONS_PER_WRITE) {
-            let mut ops = Vec::with_capacity(group.len() * 2);
-            let mut made = Vec::with_capacity(group.len());
-            for (distinct_id, at) in group {
-                let person = self.new_person(distinct_id, *at);
-                made.push((*distinct_id, person.uuid));
-                ops.push(WriteOp::Put {
-                    item: link_item(self.team_id, distinct_id, person.uuid)?,
-                    condition: Condition::NotExists,
-                });
-                ops.push(WriteOp::Put {
-                    item: person_item(&person)?,
-                    condition: Condition::NotExists,
-                });
+        for call in missing.chunks(PERSONS_PER_WRITE * WRITES_PER_CALL) {
+            let mut writes = Vec::new();
+            let mut made = Vec::new();
+            for group in call.chunks(PERSONS_PER_WRITE) {
+                let mut ops = Vec::with_capacity(group.len() * 2);
+                let mut persons = Vec::with_capacity(group.len());
+                for (distinct_id, at) in group {
+                    let person = self.new_person(distinct_id, *at);
+                    let item = person_item(&person)?;
+                    ops.push(WriteOp::Put {
+                        item: link_item(self.team_id, distinct_id, person.uuid)?,
+                        condition: Condition::NotExists,
+                    });
+                    ops.push(WriteOp::Put {
+                        item: item.clone(),
+                        condition: Condition::NotExists,
+                    });
+                    persons.push((*distinct_id, *at, item, person));
+                }
+                writes.push(ops);
+                made.push(persons);
             }
-            match self.store.transact_write(ops).await {
-                Ok(()) => {
-                    let empty: Arc<str> = Arc::from("{}");
-                    for (distinct_id, person) in made {
-                        self.links.insert(distinct_id.to_owned(), person);
-                        self.snapshots.insert(person, empty.clone());
+            let applied = self.store.transact_write_each(writes).await?;
+            let empty: Arc<str> = Arc::from("{}");
+            for (persons, applied) in made.into_iter().zip(applied) {
+                for (distinct_id, at, item, person) in persons {
+                    if applied {
+                        self.links.insert(distinct_id.to_owned(), person.uuid);
+                        self.snapshots.insert(person.uuid, empty.clone());
+                        self.made.insert(person.uuid, (item, person));
+                    } else {
+                        // Another writer raced this group: one at a time sorts out who won.
+                        self.person_for(distinct_id, at).await?;
                     }
                 }
-                Err(StoreError::ConditionFailed) => {
-                    for (distinct_id, at) in group {
-                        self.person_for(distinct_id, *at).await?;
-                    }
-                }
-                Err(other) => return Err(other),
             }
         }
         Ok(())
@@ -455,12 +469,18 @@ impl Persons {
         let staged = match self.pending.entry(person) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
-                let item = self
-                    .store
-                    .get(&person_pk(self.team_id, person), "PERSON")
-                    .await?
-                    .ok_or(StoreError::ConditionFailed)?;
-                let current = item.parse()?;
+                let (item, current) = match self.made.remove(&person) {
+                    Some(made) => made,
+                    None => {
+                        let item = self
+                            .store
+                            .get(&person_pk(self.team_id, person), "PERSON")
+                            .await?
+                            .ok_or(StoreError::ConditionFailed)?;
+                        let current = item.parse()?;
+                        (item, current)
+                    }
+                };
                 entry.insert(Staged {
                     item,
                     person: current,
@@ -471,7 +491,7 @@ impl Persons {
         update.apply_to(&mut staged.person);
         let properties = serialize(&staged.person.properties);
         staged.updates.push(update);
-        if self.pending.len() >= MAX_TRANSACTION_ITEMS {
+        if self.pending.len() >= PENDING_PERSONS {
             self.flush().await?;
         }
         Ok(properties)
@@ -481,44 +501,43 @@ impl Persons {
     /// conditional on the version it was read at. A person another writer changed meanwhile has
     /// its updates replayed on the current version, one at a time.
     pub async fn flush(&mut self) -> Result<(), StoreError> {
+        // Persons made but never updated stay as written; a later read finds them.
+        self.made.clear();
         let staged: Vec<Staged> = self.pending.drain().map(|(_, staged)| staged).collect();
-        for group in staged.chunks(MAX_TRANSACTION_ITEMS) {
-            let ops = group
-                .iter()
-                .map(|staged| {
-                    let mut item = staged.item.clone();
-                    item.data = serde_json::to_value(&staged.person)
-                        .map_err(|e| StoreError::Encoding(e.to_string()))?;
-                    item.version = staged.item.version + 1;
-                    Ok(WriteOp::Put {
-                        item,
-                        condition: Condition::VersionEquals(staged.item.version),
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            match self.store.transact_write(ops).await {
-                Ok(()) => {}
-                Err(StoreError::ConditionFailed) => {
+        for call in staged.chunks(MAX_TRANSACTION_ITEMS * WRITES_PER_CALL) {
+            let writes = call
+                .chunks(MAX_TRANSACTION_ITEMS)
+                .map(|group| group.iter().map(Staged::write).collect())
+                .collect::<Result<Vec<Vec<_>>, StoreError>>()?;
+            let applied = self.store.transact_write_each(writes).await?;
+            for (group, applied) in call.chunks(MAX_TRANSACTION_ITEMS).zip(applied) {
+                if !applied {
                     for staged in group {
-                        let updated = store::update(
-                            self.store.as_ref(),
-                            &staged.item.pk,
-                            "PERSON",
-                            |mut current: Person| {
-                                for update in &staged.updates {
-                                    update.apply_to(&mut current);
-                                }
-                                Ok(current)
-                            },
-                        )
-                        .await?;
-                        self.snapshots
-                            .insert(updated.uuid, serialize(&updated.properties));
+                        self.replay(staged).await?;
                     }
                 }
-                Err(other) => return Err(other),
             }
         }
+        Ok(())
+    }
+
+    /// Applies a person's staged updates on their current version (another writer changed them
+    /// since they were read).
+    async fn replay(&mut self, staged: &Staged) -> Result<(), StoreError> {
+        let updated = store::update(
+            self.store.as_ref(),
+            &staged.item.pk,
+            "PERSON",
+            |mut current: Person| {
+                for update in &staged.updates {
+                    update.apply_to(&mut current);
+                }
+                Ok(current)
+            },
+        )
+        .await?;
+        self.snapshots
+            .insert(updated.uuid, serialize(&updated.properties));
         Ok(())
     }
 }
@@ -585,6 +604,20 @@ struct Staged {
     item: Item,
     person: Person,
     updates: Vec<PropertyUpdate>,
+}
+
+impl Staged {
+    /// The person's new version, on condition that nobody changed the one read.
+    fn write(&self) -> Result<WriteOp, StoreError> {
+        let mut item = self.item.clone();
+        item.data =
+            serde_json::to_value(&self.person).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        item.version = self.item.version + 1;
+        Ok(WriteOp::Put {
+            item,
+            condition: Condition::VersionEquals(self.item.version),
+        })
+    }
 }
 
 /// The person a distinct id belongs to, if any (for tests and the query engine).

@@ -190,6 +190,30 @@ pub trait Store: Send + Sync + 'static {
 
     /// Up to [`MAX_TRANSACTION_ITEMS`] actions on distinct keys; all happen or none.
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+
+    /// Several independent transactions on distinct keys (they may run concurrently): each
+    /// all-or-nothing, and `false` in its place when a condition failed. Bulk writers use it so
+    /// a backend can batch them (one SQLite commit, concurrent DynamoDB calls). On any other
+    /// error some groups may have been applied, each of them whole.
+    async fn transact_write_each(
+        &self,
+        groups: Vec<Vec<WriteOp>>,
+    ) -> Result<Vec<bool>, StoreError> {
+        let mut applied = Vec::with_capacity(groups.len());
+        for ops in groups {
+            applied.push(condition_outcome(self.transact_write(ops).await)?);
+        }
+        Ok(applied)
+    }
+}
+
+/// A transaction's outcome as [`Store::transact_write_each`] reports it.
+pub(crate) fn condition_outcome(result: Result<(), StoreError>) -> Result<bool, StoreError> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(other) => Err(other),
+    }
 }
 
 /// Checks shared by both backends before a transaction is sent.

@@ -249,6 +249,32 @@ fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError>
     let transaction = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(backend)?;
+    if !apply_within(&transaction, ops)? {
+        return Err(StoreError::ConditionFailed);
+    }
+    transaction.commit().map_err(backend)
+}
+
+/// Applies each group in turn inside one transaction (one commit for all of them); a group
+/// whose condition fails writes nothing.
+fn apply_each(
+    connection: &mut Connection,
+    groups: &[Vec<WriteOp>],
+) -> Result<Vec<bool>, StoreError> {
+    let transaction = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    let applied = groups
+        .iter()
+        .map(|ops| apply_within(&transaction, ops))
+        .collect::<Result<Vec<_>, _>>()?;
+    transaction.commit().map_err(backend)?;
+    Ok(applied)
+}
+
+/// Checks every condition, then writes every action; `false` (nothing written) when a
+/// condition fails.
+fn apply_within(connection: &Connection, ops: &[WriteOp]) -> Result<bool, StoreError> {
     for op in ops {
         let (pk, sk) = op.key();
         let condition = match op {
@@ -257,19 +283,19 @@ fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError>
             | WriteOp::Check { condition, .. } => *condition,
         };
         if condition != Condition::None
-            && !condition_holds(get_live(&transaction, pk, sk)?.as_ref(), condition)
+            && !condition_holds(get_live(connection, pk, sk)?.as_ref(), condition)
         {
-            return Err(StoreError::ConditionFailed);
+            return Ok(false);
         }
     }
     for op in ops {
         match op {
-            WriteOp::Put { item, .. } => write_put(&transaction, item)?,
-            WriteOp::Delete { pk, sk, .. } => write_delete(&transaction, pk, sk)?,
+            WriteOp::Put { item, .. } => write_put(connection, item)?,
+            WriteOp::Delete { pk, sk, .. } => write_delete(connection, pk, sk)?,
             WriteOp::Check { .. } => {}
         }
     }
-    transaction.commit().map_err(backend)
+    Ok(true)
 }
 
 #[async_trait]
@@ -299,6 +325,17 @@ impl Store for SqliteStore {
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         validate_transaction(&ops)?;
         self.write(move |connection| apply(connection, &ops)).await
+    }
+
+    async fn transact_write_each(
+        &self,
+        groups: Vec<Vec<WriteOp>>,
+    ) -> Result<Vec<bool>, StoreError> {
+        for ops in &groups {
+            validate_transaction(ops)?;
+        }
+        self.write(move |connection| apply_each(connection, &groups))
+            .await
     }
 }
 
