@@ -1,5 +1,7 @@
 //! Object storage through the `object_store` crate: a local folder embedded, S3 in the cloud.
 
+mod durable;
+
 use std::sync::Arc;
 
 use object_store::ObjectStore;
@@ -20,10 +22,17 @@ pub fn from_config(config: &Config) -> Result<Arc<dyn ObjectStore>, ObjectsError
     }
 }
 
+/// A local folder whose writes are on disk when they return.
 pub fn local(dir: &std::path::Path) -> Result<Arc<dyn ObjectStore>, ObjectsError> {
     std::fs::create_dir_all(dir).map_err(|e| ObjectsError(format!("{}: {e}", dir.display())))?;
     let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| ObjectsError(e.to_string()))?;
-    Ok(Arc::new(store))
+    Ok(Arc::new(durable::DurableFileSystem::new(store)))
+}
+
+/// The whole local file system (paths from `/`), written as durably as [`local`]: Delta tables
+/// address their files by absolute path.
+pub fn local_root() -> Arc<dyn ObjectStore> {
+    Arc::new(durable::DurableFileSystem::new(LocalFileSystem::new()))
 }
 
 /// S3 with credentials and region from the standard AWS environment; an emulator endpoint

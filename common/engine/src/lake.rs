@@ -116,7 +116,9 @@ pub fn table_handle(state: &AppState, team_id: i64) -> DeltaResult<DeltaTable> {
             let url = Url::from_directory_path(&absolute).map_err(|_| {
                 DeltaTableError::InvalidTableLocation(absolute.display().to_string())
             })?;
-            DeltaTableBuilder::from_url(url)?.build()
+            DeltaTableBuilder::from_url(url.clone())?
+                .with_storage_backend(common::objects::local_root(), url)
+                .build()
         }
         Backend::Dynamodb => {
             register_s3();
