@@ -28,6 +28,9 @@ const BYTES_PER_COMMIT: usize = 1 << 30;
 const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
 /// Batches waiting for each encoder.
 const ENCODER_QUEUE: usize = 2;
+/// Rows whose persons are resolved together: their new persons and updates go to the Store in
+/// a few large writes.
+const ROWS_PER_RESOLVE: usize = 262_144;
 
 #[derive(Debug, Default, Clone)]
 pub struct ImportReport {
@@ -75,6 +78,8 @@ pub struct Importer {
     encoders: Vec<Encoder>,
     next_encoder: usize,
     persons: Persons,
+    /// Rows waiting for their persons.
+    parsed: ParsedRows,
     rows_in_commit: usize,
     bytes_in_commit: usize,
     report: ImportReport,
@@ -95,6 +100,7 @@ impl Importer {
             encoders: Vec::new(),
             next_encoder: 0,
             persons,
+            parsed: ParsedRows::default(),
             rows_in_commit: 0,
             bytes_in_commit: 0,
             report: ImportReport::default(),
@@ -106,6 +112,17 @@ impl Importer {
 
     /// Adds rows, their persons resolved (and updated) as the committer would.
     pub async fn push(&mut self, rows: ParsedRows) -> Result<(), CommitError> {
+        self.report.rows += rows.len() as u64;
+        self.parsed.append(rows);
+        if self.parsed.len() >= ROWS_PER_RESOLVE {
+            self.resolve().await?;
+        }
+        Ok(())
+    }
+
+    /// Resolves the waiting rows' persons and hands the rows to the encoders.
+    async fn resolve(&mut self) -> Result<(), CommitError> {
+        let rows = std::mem::take(&mut self.parsed);
         let (count, bytes) = (rows.len(), rows.bytes());
         for batch in rows.resolve(&mut self.persons).await? {
             let encoder = &self.encoders[self.next_encoder];
@@ -117,7 +134,6 @@ impl Importer {
         }
         self.rows_in_commit += count;
         self.bytes_in_commit += bytes;
-        self.report.rows += count as u64;
         if self.rows_in_commit >= ROWS_PER_COMMIT || self.bytes_in_commit >= BYTES_PER_COMMIT {
             self.commit().await?;
             self.encoders = self.spawn_encoders()?;
@@ -170,6 +186,7 @@ impl Importer {
     }
 
     pub async fn finish(mut self) -> Result<ImportReport, CommitError> {
+        self.resolve().await?;
         self.commit().await?;
         self.report.seconds = self.started.elapsed().as_secs_f64();
         Ok(self.report)

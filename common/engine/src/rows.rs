@@ -54,18 +54,21 @@ struct Columns {
 }
 
 impl Columns {
-    fn new() -> Self {
-        let utc = || TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    /// Room for `rows` rows and `text` bytes of properties: growing a builder copies it.
+    fn with_capacity(rows: usize, text: usize) -> Self {
+        let utc = || TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC");
+        let strings =
+            |bytes_per_row: usize| StringBuilder::with_capacity(rows, rows * bytes_per_row);
         Self {
-            uuid: StringBuilder::new(),
-            event: StringBuilder::new(),
-            distinct_id: StringBuilder::new(),
+            uuid: strings(36),
+            event: strings(16),
+            distinct_id: strings(36),
             timestamp: utc(),
             created_at: utc(),
-            properties: StringBuilder::new(),
-            session_id: StringBuilder::new(),
-            elements_chain: StringBuilder::new(),
-            date: Date32Builder::new(),
+            properties: StringBuilder::with_capacity(rows, text),
+            session_id: strings(36),
+            elements_chain: strings(0),
+            date: Date32Builder::with_capacity(rows),
             len: 0,
             bytes: 0,
         }
@@ -149,9 +152,36 @@ impl ParsedRows {
         rows
     }
 
+    /// Rows expected to number about `rows`, with about `text` bytes of properties.
+    pub fn with_capacity(rows: usize, text: usize) -> Self {
+        let rows = rows.min(ROWS_PER_BATCH);
+        Self {
+            current: Some(Columns::with_capacity(rows, text.min(BYTES_PER_BATCH))),
+            ..Self::default()
+        }
+    }
+
+    /// Adds `other`'s rows after these.
+    pub fn append(&mut self, other: ParsedRows) {
+        let offset = self.len;
+        self.full.extend(self.current.take());
+        self.full
+            .extend(other.full.into_iter().chain(other.current));
+        self.updates.extend(
+            other
+                .updates
+                .into_iter()
+                .map(|(at, event)| (at + offset, event)),
+        );
+        self.len += other.len;
+        self.bytes += other.bytes;
+    }
+
     /// An event that changes no person: no join and no property update.
     pub fn push(&mut self, fields: &EventFields) {
-        let columns = self.current.get_or_insert_with(Columns::new);
+        let columns = self
+            .current
+            .get_or_insert_with(|| Columns::with_capacity(1024, 0));
         let before = columns.bytes;
         columns.push(fields);
         self.len += 1;
@@ -237,18 +267,30 @@ impl ParsedRows {
             .flat_map(|(_, event)| persons::ids_joined(event))
             .map(str::to_owned)
             .collect();
+        let finished: Vec<Finished> = self
+            .full
+            .into_iter()
+            .chain(self.current)
+            .filter(|columns| columns.len > 0)
+            .map(Columns::finish)
+            .collect();
+        let first_seen: Vec<(&str, DateTime<Utc>)> = finished
+            .iter()
+            .flat_map(|columns| {
+                (0..columns.uuid.len()).map(move |i| {
+                    let at = micros(columns.timestamp.value(i));
+                    (columns.distinct_id.value(i), at)
+                })
+            })
+            .filter(|(id, _)| !joined.contains(*id))
+            .collect();
+        persons.create_missing(&first_seen).await?;
+        drop(first_seen);
         let mut updates = self.updates.into_iter().peekable();
-        let mut batches = Vec::with_capacity(self.full.len() + 1);
+        let mut batches = Vec::with_capacity(finished.len());
         let mut row = 0;
-        for columns in self.full.into_iter().chain(self.current) {
-            let columns = columns.finish();
+        for columns in finished {
             let count = columns.uuid.len();
-            let first_seen: Vec<(&str, DateTime<Utc>)> = (0..count)
-                .map(|i| (columns.distinct_id.value(i), i))
-                .filter(|(id, _)| !joined.contains(*id))
-                .map(|(id, i)| (id, micros(columns.timestamp.value(i))))
-                .collect();
-            persons.create_missing(&first_seen).await?;
             let mut person_ids = StringBuilder::with_capacity(count, count * 36);
             let mut snapshots = StringBuilder::new();
             let mut buffer = Uuid::encode_buffer();
@@ -298,5 +340,73 @@ impl ParsedRows {
         // Person updates are written before the rows that carry them are committed.
         persons.flush().await?;
         Ok(batches)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use deltalake_core::arrow::array::AsArray;
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(distinct_id: &str, properties: Value, minute: i64) -> StagedEvent {
+        let at = DateTime::from_timestamp(1_700_000_000 + minute * 60, 0).unwrap();
+        StagedEvent {
+            uuid: Uuid::now_v7(),
+            event: "$pageview".into(),
+            distinct_id: distinct_id.into(),
+            properties: properties.as_object().unwrap().clone(),
+            timestamp: at,
+            created_at: at,
+            elements_chain: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn appended_rows_keep_their_order_and_their_person_updates() {
+        let mut rows = ParsedRows::from_staged([
+            event("a", json!({}), 0),
+            event("a", json!({"$set": {"plan": "pro"}}), 1),
+        ]);
+        rows.append(ParsedRows::with_capacity(0, 0));
+        rows.append(ParsedRows::from_staged([
+            event("a", json!({}), 2),
+            event("b", json!({"$set": {"plan": "free"}}), 3),
+            event("a", json!({"$unset": ["plan"]}), 4),
+        ]));
+        assert_eq!(rows.len(), 5);
+        let store = Arc::new(common::testing::memory_store());
+        let mut persons = Persons::new(store.clone(), 1);
+        let batches = rows.resolve(&mut persons).await.unwrap();
+        let column = |name: &str| -> Vec<String> {
+            batches
+                .iter()
+                .flat_map(|batch| {
+                    let strings = batch.column_by_name(name).unwrap().as_string::<i32>();
+                    strings
+                        .iter()
+                        .map(|s| s.unwrap().to_owned())
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        assert_eq!(column("distinct_id"), ["a", "a", "a", "b", "a"]);
+        assert_eq!(
+            column("person_properties"),
+            [
+                "{}",
+                r#"{"plan":"pro"}"#,
+                r#"{"plan":"pro"}"#,
+                r#"{"plan":"free"}"#,
+                "{}"
+            ]
+        );
+        let people = column("person_id");
+        assert!(people[0] == people[4] && people[0] != people[3]);
+        let stored = persons::person_of(store, 1, "b").await.unwrap().unwrap();
+        assert_eq!(stored.properties["plan"], "free");
+        // Person ids are time-ordered: b's first event came after a's.
+        assert!(people[3] > people[0]);
     }
 }

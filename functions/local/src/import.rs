@@ -276,9 +276,10 @@ fn general_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> Resul
 }
 
 fn parse_chunk(chunk: Chunk, now: DateTime<Utc>) -> Parsed {
+    let lines = memchr::memchr_iter(b'\n', &chunk.bytes).count() + 1;
     let mut parsed = Parsed {
         index: chunk.index,
-        rows: ParsedRows::default(),
+        rows: ParsedRows::with_capacity(lines, chunk.bytes.len()),
         lines: 0,
         rejected: Vec::new(),
         rejected_count: 0,

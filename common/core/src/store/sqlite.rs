@@ -115,8 +115,10 @@ fn configure(connection: Connection) -> Result<Connection, StoreError> {
     connection
         .pragma_update(None, "journal_mode", "WAL")
         .map_err(backend)?;
+    // Each commit is on disk before it returns (NORMAL could lose the last ones in a power loss),
+    // as DynamoDB's writes are durable on success.
     connection
-        .pragma_update(None, "synchronous", "NORMAL")
+        .pragma_update(None, "synchronous", "FULL")
         .map_err(backend)?;
     // Persons are keyed by random ids, so a bulk load touches pages all over the file: a larger
     // WAL lets a page changed by many transactions be copied back once per checkpoint.
@@ -176,14 +178,12 @@ fn decode((mut item, data): (Item, String)) -> Result<Item, StoreError> {
 
 fn get_live(connection: &Connection, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
     let found = connection
-        .query_row(
-            &format!(
-                "SELECT {COLUMNS} FROM items WHERE pk = ?1 AND sk = ?2 \
-                 AND (expires_at IS NULL OR expires_at > ?3)"
-            ),
-            params![pk, sk, now_unix()],
-            read_item,
-        )
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM items WHERE pk = ?1 AND sk = ?2 \
+             AND (expires_at IS NULL OR expires_at > ?3)"
+        ))
+        .map_err(backend)?
+        .query_row(params![pk, sk, now_unix()], read_item)
         .optional()
         .map_err(backend)?;
     found.map(decode).transpose()
@@ -236,10 +236,9 @@ fn write_put(connection: &Connection, item: &Item) -> Result<(), StoreError> {
 
 fn write_delete(connection: &Connection, pk: &str, sk: &str) -> Result<(), StoreError> {
     connection
-        .execute(
-            "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
-            params![pk, sk],
-        )
+        .prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")
+        .map_err(backend)?
+        .execute(params![pk, sk])
         .map_err(backend)?;
     Ok(())
 }
