@@ -26,11 +26,12 @@ const ROWS_PER_COMMIT: usize = 4_000_000;
 const BYTES_PER_COMMIT: usize = 1 << 30;
 /// Parquet files roll over at about this size.
 const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
-/// Batches waiting for each encoder.
-const ENCODER_QUEUE: usize = 2;
+/// Batches waiting for each encoder: enough for a resolve's worth, so resolving the next rows
+/// overlaps encoding these.
+const ENCODER_QUEUE: usize = 8;
 /// Rows whose persons are resolved together: their new persons and updates go to the Store in
 /// a few large writes.
-const ROWS_PER_RESOLVE: usize = 262_144;
+const ROWS_PER_RESOLVE: usize = 65_536;
 
 #[derive(Debug, Default, Clone)]
 pub struct ImportReport {

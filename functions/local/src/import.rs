@@ -388,7 +388,8 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
 
     let parsers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let (chunk_sender, chunks) = sync_channel::sync_channel(parsers);
-    let (parsed_sender, mut parsed) = mpsc::channel(parsers * 2);
+    // Room for a resolve's worth of parsed chunks: parsers keep going while persons resolve.
+    let (parsed_sender, mut parsed) = mpsc::channel(parsers * 4);
     let reader = std::thread::spawn(move || {
         if let Err(error) = read_chunks(input, CHUNK_BYTES, chunk_sender.clone()) {
             let _ = chunk_sender.send(Err(error));

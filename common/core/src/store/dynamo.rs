@@ -16,7 +16,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::{
     Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp,
-    condition_outcome, now_unix, validate_transaction,
+    condition_outcome, now_unix, validate_transaction, validate_transactions,
 };
 
 pub const GSI1: &str = "gsi1";
@@ -415,9 +415,7 @@ impl Store for DynamoStore {
         &self,
         groups: Vec<Vec<WriteOp>>,
     ) -> Result<Vec<bool>, StoreError> {
-        for ops in &groups {
-            validate_transaction(ops)?;
-        }
+        validate_transactions(&groups)?;
         // Independent transactions: a few in flight at once hide the round trips.
         futures::stream::iter(groups)
             .map(|ops| async move { condition_outcome(self.transact_write(ops).await) })

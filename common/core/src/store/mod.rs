@@ -216,6 +216,11 @@ pub(crate) fn condition_outcome(result: Result<(), StoreError>) -> Result<bool, 
     }
 }
 
+/// [`validate_transaction`] for each of [`Store::transact_write_each`]'s groups, before any is sent.
+pub(crate) fn validate_transactions(groups: &[Vec<WriteOp>]) -> Result<(), StoreError> {
+    groups.iter().try_for_each(|ops| validate_transaction(ops))
+}
+
 /// Checks shared by both backends before a transaction is sent.
 pub(crate) fn validate_transaction(ops: &[WriteOp]) -> Result<(), StoreError> {
     if ops.is_empty() || ops.len() > MAX_TRANSACTION_ITEMS {

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 
 use super::{
     Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp, now_unix,
-    validate_transaction,
+    validate_transaction, validate_transactions,
 };
 
 const SCHEMA: &str = "
@@ -330,9 +330,7 @@ impl Store for SqliteStore {
         &self,
         groups: Vec<Vec<WriteOp>>,
     ) -> Result<Vec<bool>, StoreError> {
-        for ops in &groups {
-            validate_transaction(ops)?;
-        }
+        validate_transactions(&groups)?;
         self.write(move |connection| apply_each(connection, &groups))
             .await
     }
