@@ -1,5 +1,5 @@
-//! Compaction of the events tables: repeated events are removed (see [`crate::dedupe`]),
-//! `optimize` bins small files (one per commit) into large ones, `vacuum` deletes files no snapshot within the retention period still references. Both are
+//! Compaction of the events tables: repeated events are removed (see [`crate::dedupe`]), person
+//! overrides are squashed into the rows (see [`crate::squash`]), `optimize` bins small files (one per commit) into large ones, `vacuum` deletes files no snapshot within the retention period still references. Both are
 //! Delta commits, so a query reading any snapshot sees each event exactly once throughout.
 
 use std::num::NonZeroU64;
@@ -13,6 +13,9 @@ use crate::lake;
 const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
 /// Removed files stay this long for readers of older snapshots (Delta's default is 7 days).
 const RETENTION_HOURS: i64 = 7 * 24;
+/// Overrides are squashed this long after their merge: far longer than any commit that
+/// resolved its persons before the merge can take.
+const OVERRIDE_GRACE_MINUTES: i64 = 60;
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CompactionReport {
@@ -22,6 +25,9 @@ pub struct CompactionReport {
     pub files_vacuumed: usize,
     /// Repeated events (same uuid, same day) removed.
     pub rows_deduplicated: u64,
+    /// Person overrides squashed into the rows, and the rows that took their new person.
+    pub overrides_squashed: u64,
+    pub rows_reassigned: u64,
 }
 
 /// Optimizes then vacuums one project's table; nothing to do for a project without one.
@@ -35,6 +41,11 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
     };
     let (table, dedupe) = crate::dedupe::deduplicate(table).await?;
     report.rows_deduplicated = dedupe.rows_removed;
+    let made_before = chrono::Utc::now() - chrono::Duration::minutes(OVERRIDE_GRACE_MINUTES);
+    let (table, squash) =
+        crate::squash::squash_overrides(state, team_id, table, made_before).await?;
+    report.overrides_squashed = squash.overrides_squashed;
+    report.rows_reassigned = squash.rows_rewritten;
     let target = NonZeroU64::new(TARGET_FILE_BYTES).unwrap_or(NonZeroU64::MIN);
     let (table, metrics) = table.optimize().with_target_size(target).await?;
     report.files_added = metrics.num_files_added;
@@ -66,10 +77,13 @@ pub async fn run_compaction(state: AppState, interval: std::time::Duration) {
         tokio::time::sleep(interval).await;
         match compact_all(&state).await {
             Ok(reports) => {
-                for report in reports
-                    .iter()
-                    .filter(|r| r.files_removed + r.files_vacuumed as u64 + r.rows_deduplicated > 0)
-                {
+                for report in reports.iter().filter(|r| {
+                    r.files_removed
+                        + r.files_vacuumed as u64
+                        + r.rows_deduplicated
+                        + r.overrides_squashed
+                        > 0
+                }) {
                     tracing::info!(?report, "compacted");
                 }
             }

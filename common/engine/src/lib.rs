@@ -8,6 +8,7 @@ pub mod import;
 pub mod lake;
 pub mod persons;
 pub mod rows;
+pub mod squash;
 
 pub use committer::{CommitReport, commit_all, commit_team, run_committer};
 pub mod sql;

@@ -58,30 +58,77 @@ fn ids_of(team_id: i64, person: Uuid) -> String {
 
 /// A merged-away person's rows keep the id they were written with; queries read them as the
 /// person they were merged into, through these overrides (PostHog's person overrides).
+/// Compaction squashes them into the rows (see [`crate::squash`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PersonOverride {
     pub old: Uuid,
     pub new: Uuid,
+    /// When the merge happened (absent on overrides made before this was recorded).
+    #[serde(default)]
+    pub at: Option<DateTime<Utc>>,
+}
+
+fn override_pk(team_id: i64, old: Uuid) -> String {
+    format!("POVERRIDE#{team_id}#{old}")
 }
 
 fn override_item(team_id: i64, old: Uuid, new: Uuid) -> Result<Item, StoreError> {
-    Ok(Item::of(
-        format!("POVERRIDE#{team_id}#{old}"),
-        "OVERRIDE",
-        &PersonOverride { old, new },
-    )?
-    .with_gsi1(format!("POVERRIDES#{team_id}"), old.to_string()))
+    let merged = PersonOverride {
+        old,
+        new,
+        at: Some(Utc::now()),
+    };
+    Ok(Item::of(override_pk(team_id, old), "OVERRIDE", &merged)?
+        .with_gsi1(format!("POVERRIDES#{team_id}"), old.to_string()))
+}
+
+/// Every override of a project, as recorded.
+pub async fn override_list(
+    store: &dyn Store,
+    team_id: i64,
+) -> Result<Vec<PersonOverride>, StoreError> {
+    store::query_all(store, &format!("POVERRIDES#{team_id}"), Index::Gsi1)
+        .await?
+        .iter()
+        .map(Item::parse)
+        .collect()
+}
+
+/// Drops overrides whose rows were rewritten (by compaction).
+pub async fn delete_overrides(
+    store: &dyn Store,
+    team_id: i64,
+    olds: &[Uuid],
+) -> Result<(), StoreError> {
+    let writes = olds
+        .chunks(MAX_TRANSACTION_ITEMS)
+        .map(|group| {
+            group
+                .iter()
+                .map(|old| WriteOp::Delete {
+                    pk: override_pk(team_id, *old),
+                    sk: "OVERRIDE".into(),
+                    condition: Condition::None,
+                })
+                .collect()
+        })
+        .collect::<Vec<_>>();
+    if !writes.is_empty() {
+        store.transact_write_each(writes).await?;
+    }
+    Ok(())
 }
 
 /// Every override of a project, each resolved to the person at the end of its chain (a person
 /// merged into one that was merged in turn).
 pub async fn overrides(store: &dyn Store, team_id: i64) -> Result<HashMap<Uuid, Uuid>, StoreError> {
-    let mut direct = HashMap::new();
-    for item in store::query_all(store, &format!("POVERRIDES#{team_id}"), Index::Gsi1).await? {
-        let merged: PersonOverride = item.parse()?;
-        direct.insert(merged.old, merged.new);
-    }
-    Ok(direct
+    Ok(resolve_chains(&override_list(store, team_id).await?))
+}
+
+/// Each override's old person mapped to the person at the end of its chain.
+pub fn resolve_chains(list: &[PersonOverride]) -> HashMap<Uuid, Uuid> {
+    let direct: HashMap<Uuid, Uuid> = list.iter().map(|o| (o.old, o.new)).collect();
+    direct
         .keys()
         .map(|old| {
             let mut target = direct[old];
@@ -94,7 +141,7 @@ pub async fn overrides(store: &dyn Store, team_id: i64) -> Result<HashMap<Uuid, 
             }
             (*old, target)
         })
-        .collect())
+        .collect()
 }
 
 /// Every person of a project is listed on GSI1 under this key.

@@ -1,0 +1,81 @@
+//! Squashing person overrides, as PostHog does: the rows of a merged-away person are rewritten
+//! with the person they were merged into, and the override is dropped, so queries stop mapping
+//! every row through the overrides. Only overrides older than a grace period are squashed: a
+//! commit that resolved its persons before the merge may still be writing the old id.
+//!
+//! Each rewrite is one Delta commit (files holding such rows replaced), and an override is
+//! dropped only after its rows were rewritten, so every query sees each event once, under its
+//! surviving person, before, during and after.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use common::AppState;
+use datafusion::logical_expr::{case, col, lit};
+use deltalake_core::{DeltaTable, DeltaTableError};
+use uuid::Uuid;
+
+use crate::committer::CommitError;
+use crate::{lake, persons};
+
+/// Overrides squashed per rewrite (each is a branch of one CASE over the rows it touches).
+const OVERRIDES_PER_REWRITE: usize = 500;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SquashReport {
+    pub overrides_squashed: u64,
+    pub rows_rewritten: u64,
+}
+
+/// Rewrites the rows of persons merged before `made_before` and drops their overrides.
+pub async fn squash_overrides(
+    state: &AppState,
+    team_id: i64,
+    table: DeltaTable,
+    made_before: DateTime<Utc>,
+) -> Result<(DeltaTable, SquashReport), CommitError> {
+    let list = persons::override_list(state.store.as_ref(), team_id).await?;
+    let targets = persons::resolve_chains(&list);
+    let ripe: Vec<(Uuid, Uuid)> = list
+        .iter()
+        .filter(|o| o.at.is_none_or(|at| at < made_before))
+        .filter_map(|o| targets.get(&o.old).map(|new| (o.old, *new)))
+        .collect();
+    let mut report = SquashReport::default();
+    let mut table = table;
+    for group in ripe.chunks(OVERRIDES_PER_REWRITE) {
+        let rewritten = reassign(table, group).await?;
+        table = rewritten.0;
+        report.rows_rewritten += rewritten.1;
+        let olds: Vec<Uuid> = group.iter().map(|(old, _)| *old).collect();
+        persons::delete_overrides(state.store.as_ref(), team_id, &olds).await?;
+        report.overrides_squashed += olds.len() as u64;
+    }
+    Ok((table, report))
+}
+
+/// One Delta update: rows of each old person get its new one.
+async fn reassign(
+    table: DeltaTable,
+    moves: &[(Uuid, Uuid)],
+) -> Result<(DeltaTable, u64), DeltaTableError> {
+    let targets: HashMap<String, String> = moves
+        .iter()
+        .map(|(old, new)| (old.to_string(), new.to_string()))
+        .collect();
+    let olds = targets.keys().map(|old| lit(old.as_str())).collect();
+    let mut mapping = case(col("person_id"));
+    for (old, new) in &targets {
+        mapping.when(lit(old.as_str()), lit(new.as_str()));
+    }
+    let mapping = mapping
+        .otherwise(col("person_id"))
+        .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+    let (table, metrics) = table
+        .update()
+        .with_predicate(col("person_id").in_list(olds, false))
+        .with_update("person_id", mapping)
+        .with_writer_properties(lake::writer_properties())
+        .await?;
+    Ok((table, metrics.num_updated_rows as u64))
+}
