@@ -198,10 +198,11 @@ pub fn changes_persons(event: &str, properties: &Map<String, Value>) -> bool {
 pub struct Persons {
     store: Arc<dyn Store>,
     team_id: i64,
-    links: HashMap<String, Uuid>,
+    /// (Looked up for every row: foldhash, fast and randomly seeded.)
+    links: foldhash::HashMap<String, Uuid>,
     /// Properties as last read or written in this batch; most events change nothing.
     /// (serialized once: every row of the person carries the same text).
-    snapshots: HashMap<Uuid, Arc<str>>,
+    snapshots: foldhash::HashMap<Uuid, Arc<str>>,
     /// Persons with updates not yet written (see [`Persons::flush`]).
     pending: HashMap<Uuid, Staged>,
     /// Persons this batch made, as written: their first update needs no read.
@@ -219,8 +220,8 @@ impl Persons {
         Self {
             store,
             team_id,
-            links: HashMap::new(),
-            snapshots: HashMap::new(),
+            links: foldhash::HashMap::default(),
+            snapshots: foldhash::HashMap::default(),
             pending: HashMap::new(),
             made: HashMap::new(),
         }
@@ -465,6 +466,14 @@ impl Persons {
             _ => {}
         }
         Ok(())
+    }
+
+    /// What [`Self::apply`] answers for an event that changes no person, when this batch already
+    /// knows the distinct id's person and properties (most rows): no Store, no await.
+    pub fn known(&self, distinct_id: &str) -> Option<Resolved> {
+        let person = *self.links.get(distinct_id)?;
+        let properties = self.snapshots.get(&person)?.clone();
+        Some(Resolved { person, properties })
     }
 
     /// Applies one event: joins, identification and property updates; returns the snapshot.

@@ -292,7 +292,7 @@ impl ParsedRows {
         for columns in finished {
             let count = columns.uuid.len();
             let mut person_ids = StringBuilder::with_capacity(count, count * 36);
-            let mut snapshots = StringBuilder::new();
+            let mut snapshots = StringBuilder::with_capacity(count, count * 64);
             let mut buffer = Uuid::encode_buffer();
             for i in 0..count {
                 let resolved = match updates.next_if(|(at, _)| *at == row) {
@@ -306,17 +306,20 @@ impl ParsedRows {
                             )
                             .await?
                     }
-                    None => {
-                        let at = micros(columns.timestamp.value(i));
-                        persons
-                            .apply(
-                                columns.event.value(i),
-                                columns.distinct_id.value(i),
-                                &no_properties,
-                                at,
-                            )
-                            .await?
-                    }
+                    None => match persons.known(columns.distinct_id.value(i)) {
+                        Some(known) => known,
+                        None => {
+                            let at = micros(columns.timestamp.value(i));
+                            persons
+                                .apply(
+                                    columns.event.value(i),
+                                    columns.distinct_id.value(i),
+                                    &no_properties,
+                                    at,
+                                )
+                                .await?
+                        }
+                    },
                 };
                 person_ids.append_value(resolved.person.hyphenated().encode_lower(&mut buffer));
                 snapshots.append_value(&*resolved.properties);
