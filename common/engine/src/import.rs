@@ -172,6 +172,8 @@ impl Importer {
         }
         self.rows_in_commit = 0;
         self.bytes_in_commit = 0;
+        // Memory stays flat however many distinct ids the file holds.
+        self.persons.forget().await?;
         Ok(())
     }
 

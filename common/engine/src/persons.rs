@@ -468,6 +468,15 @@ impl Persons {
         Ok(())
     }
 
+    /// Forgets what was read or written so far (all of it is in the Store once flushed): a
+    /// long import keeps memory to the persons of its latest rows, not of every row before.
+    pub async fn forget(&mut self) -> Result<(), StoreError> {
+        self.flush().await?;
+        self.links = foldhash::HashMap::default();
+        self.snapshots = foldhash::HashMap::default();
+        Ok(())
+    }
+
     /// What [`Self::apply`] answers for an event that changes no person, when this batch already
     /// knows the distinct id's person and properties (most rows): no Store, no await.
     pub fn known(&self, distinct_id: &str) -> Option<Resolved> {
