@@ -348,7 +348,7 @@ async fn events_of_a_merged_person_count_as_the_person_they_joined() {
             .await
             .unwrap();
         assert_eq!(
-            (report.overrides_squashed, report.rows_rewritten),
+            (report.overrides_squashed, report.rows_reassigned),
             (1, 2),
             "{name}"
         );

@@ -1,6 +1,8 @@
 //! Compaction of the events tables: repeated events are removed (see [`crate::dedupe`]), person
-//! overrides are squashed into the rows (see [`crate::squash`]), `optimize` bins small files (one per commit) into large ones, `vacuum` deletes files no snapshot within the retention period still references. Both are
-//! Delta commits, so a query reading any snapshot sees each event exactly once throughout.
+//! overrides are squashed into the rows (see [`crate::squash`]), `optimize` bins small files (one
+//! per commit) into large ones, `vacuum` deletes files no snapshot within the retention period
+//! still references. All are Delta commits, so a query reading any snapshot sees each event
+//! exactly once throughout.
 
 use std::num::NonZeroU64;
 
@@ -45,9 +47,13 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
     let (table, squash) =
         crate::squash::squash_overrides(state, team_id, table, made_before).await?;
     report.overrides_squashed = squash.overrides_squashed;
-    report.rows_reassigned = squash.rows_rewritten;
+    report.rows_reassigned = squash.rows_reassigned;
     let target = NonZeroU64::new(TARGET_FILE_BYTES).unwrap_or(NonZeroU64::MIN);
-    let (table, metrics) = table.optimize().with_target_size(target).await?;
+    let (table, metrics) = table
+        .optimize()
+        .with_target_size(target)
+        .with_writer_properties(lake::writer_properties())
+        .await?;
     report.files_added = metrics.num_files_added;
     report.files_removed = metrics.num_files_removed;
     let (_, vacuumed) = table

@@ -175,6 +175,7 @@ async fn rewrite_day(
     table
         .write(Vec::new())
         .with_input_plan(plan)
+        .with_writer_properties(crate::lake::writer_properties())
         .with_save_mode(SaveMode::Overwrite)
         .with_replace_where(on_day)
         .await

@@ -7,8 +7,6 @@
 //! dropped only after its rows were rewritten, so every query sees each event once, under its
 //! surviving person, before, during and after.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use common::AppState;
 use datafusion::logical_expr::{case, col, lit};
@@ -24,7 +22,7 @@ const OVERRIDES_PER_REWRITE: usize = 500;
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SquashReport {
     pub overrides_squashed: u64,
-    pub rows_rewritten: u64,
+    pub rows_reassigned: u64,
 }
 
 /// Rewrites the rows of persons merged before `made_before` and drops their overrides.
@@ -44,9 +42,9 @@ pub async fn squash_overrides(
     let mut report = SquashReport::default();
     let mut table = table;
     for group in ripe.chunks(OVERRIDES_PER_REWRITE) {
-        let rewritten = reassign(table, group).await?;
-        table = rewritten.0;
-        report.rows_rewritten += rewritten.1;
+        let (rewritten, rows) = reassign(table, group).await?;
+        table = rewritten;
+        report.rows_reassigned += rows;
         let olds: Vec<Uuid> = group.iter().map(|(old, _)| *old).collect();
         persons::delete_overrides(state.store.as_ref(), team_id, &olds).await?;
         report.overrides_squashed += olds.len() as u64;
@@ -59,18 +57,15 @@ async fn reassign(
     table: DeltaTable,
     moves: &[(Uuid, Uuid)],
 ) -> Result<(DeltaTable, u64), DeltaTableError> {
-    let targets: HashMap<String, String> = moves
-        .iter()
-        .map(|(old, new)| (old.to_string(), new.to_string()))
-        .collect();
-    let olds = targets.keys().map(|old| lit(old.as_str())).collect();
+    let text = |id: &Uuid| lit(id.to_string());
     let mut mapping = case(col("person_id"));
-    for (old, new) in &targets {
-        mapping.when(lit(old.as_str()), lit(new.as_str()));
+    for (old, new) in moves {
+        mapping.when(text(old), text(new));
     }
     let mapping = mapping
         .otherwise(col("person_id"))
         .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+    let olds = moves.iter().map(|(old, _)| text(old)).collect();
     let (table, metrics) = table
         .update()
         .with_predicate(col("person_id").in_list(olds, false))

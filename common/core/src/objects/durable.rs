@@ -32,23 +32,19 @@ impl DurableFileSystem {
 
 /// Flushes a file's data and then the folder entry naming it.
 async fn sync_file(file: PathBuf) -> Result<()> {
-    let result = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         std::fs::File::open(&file)?.sync_all()?;
         match file.parent() {
             Some(folder) => std::fs::File::open(folder)?.sync_all(),
             None => Ok(()),
         }
     })
-    .await;
-    let failed = |source: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
+    .await
+    .unwrap_or_else(|joined| Err(std::io::Error::other(joined)))
+    .map_err(|error| object_store::Error::Generic {
         store: "DurableFileSystem",
-        source,
-    };
-    match result {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(failed(Box::new(error))),
-        Err(error) => Err(failed(Box::new(error))),
-    }
+        source: Box::new(error),
+    })
 }
 
 impl fmt::Display for DurableFileSystem {

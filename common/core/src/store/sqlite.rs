@@ -120,7 +120,7 @@ fn configure(connection: Connection) -> Result<Connection, StoreError> {
     connection
         .pragma_update(None, "synchronous", "FULL")
         .map_err(backend)?;
-    // Persons are keyed by random ids, so a bulk load touches pages all over the file: a larger
+    // Distinct ids are often random, so a bulk load touches pages all over the file: a larger
     // WAL lets a page changed by many transactions be copied back once per checkpoint.
     connection
         .pragma_update(None, "wal_autocheckpoint", 16_384)
