@@ -1,0 +1,392 @@
+//! Background jobs: named units of work with a JSON payload that any family plugs in.
+//!
+//! A family implements [`Job`] and enqueues runs through [`Jobs::enqueue`]. In AWS a run travels
+//! as an SQS message to the `worker` function; embedded it runs as a task of this process. Either
+//! way [`Jobs::execute`] runs it: the run's record in the Store (see [`runs`]) says queued,
+//! running, retrying, succeeded or failed, with its times and last error, so any instance can
+//! answer a status poll. A failed attempt is retried with exponential backoff and full jitter
+//! until the job's `max_attempts`; schedules (EventBridge in AWS, [`schedule::every`] embedded)
+//! start runs by name.
+
+pub mod runs;
+pub mod schedule;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::state::AppState;
+use crate::store::StoreError;
+
+pub use runs::{JobRun, RunStatus};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One kind of background work.
+#[async_trait]
+pub trait Job: Send + Sync + 'static {
+    /// The name queue messages and schedules carry (`{"job": "<name>"}`).
+    fn name(&self) -> &'static str;
+
+    /// Attempts before a run is recorded as failed for good.
+    fn max_attempts(&self) -> u32 {
+        5
+    }
+
+    /// The wait before attempt `attempt + 1`, before jitter: doubling from 2 s, at most 15 minutes
+    /// (the longest delay SQS can hold a message).
+    fn backoff(&self, attempt: u32) -> Duration {
+        let doubled = 2u64.saturating_pow(attempt.saturating_sub(1).min(20));
+        Duration::from_secs(2u64.saturating_mul(doubled).min(MAX_DELAY.as_secs()))
+    }
+
+    /// Does the work; the value is kept on the run record as its output.
+    async fn run(&self, state: &AppState, run: &JobContext) -> Result<Value, JobError>;
+}
+
+/// The longest delay a queued retry can take (SQS `DelaySeconds`).
+const MAX_DELAY: Duration = Duration::from_secs(900);
+
+/// What a running job knows of its run.
+#[derive(Debug, Clone)]
+pub struct JobContext {
+    pub run_id: Uuid,
+    pub team_id: Option<i64>,
+    pub payload: Value,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// When the invocation running it must be done (a Lambda's deadline); `None` embedded.
+    pub deadline: Option<Instant>,
+}
+
+impl JobContext {
+    /// The payload as the job's own type; a payload that does not fit is not worth retrying.
+    pub fn payload<T: serde::de::DeserializeOwned>(&self, job: &str) -> Result<T, JobError> {
+        T::deserialize(&self.payload).map_err(|source| JobError::Payload {
+            job: job.to_owned(),
+            source,
+        })
+    }
+
+    /// The project the run is for; jobs that need one refuse a run without it.
+    pub fn team(&self, job: &str) -> Result<i64, JobError> {
+        self.team_id
+            .ok_or_else(|| JobError::permanent(format!("the {job} job needs a team_id")))
+    }
+
+    /// Time left before the deadline, if there is one.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|deadline| deadline.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// A queued run, as an SQS message body carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Envelope {
+    pub job: String,
+    pub run_id: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_id: Option<i64>,
+    #[serde(default)]
+    pub payload: Value,
+    #[serde(default = "first_attempt")]
+    pub attempt: u32,
+}
+
+fn first_attempt() -> u32 {
+    1
+}
+
+/// A schedule's input (`{"job": "compact"}`, optionally with a payload).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduledJob {
+    pub job: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_id: Option<i64>,
+    #[serde(default)]
+    pub payload: Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Worth another attempt (a backend hiccup, a busy slot, a timeout).
+    #[error(transparent)]
+    Failed(BoxError),
+    /// Will fail the same way every time.
+    #[error("{0}")]
+    Permanent(String),
+    #[error("the payload of a {job} job does not fit")]
+    Payload {
+        job: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("no job is named {0:?}")]
+    Unknown(String),
+    #[error("the job's record")]
+    Store(#[from] StoreError),
+    #[error("cannot send the job to its queue")]
+    Send(#[source] BoxError),
+}
+
+impl JobError {
+    pub fn failed(error: impl Into<BoxError>) -> Self {
+        Self::Failed(error.into())
+    }
+
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self::Permanent(message.into())
+    }
+
+    fn retryable(&self) -> bool {
+        matches!(self, Self::Failed(_) | Self::Store(_))
+    }
+
+    /// The error and its causes in one line, for the run record.
+    fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
+    }
+}
+
+/// The jobs this process knows, and how their runs are delivered.
+#[derive(Default)]
+pub struct Jobs {
+    known: RwLock<HashMap<&'static str, Arc<dyn Job>>>,
+}
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let known = self.known.read().map(|known| {
+            let mut names: Vec<_> = known.keys().copied().collect();
+            names.sort_unstable();
+            names
+        });
+        f.debug_struct("Jobs").field("known", &known.ok()).finish()
+    }
+}
+
+impl Jobs {
+    /// Makes `job` runnable here (the worker registers every job; a family registers the jobs it
+    /// enqueues, so embedded runs find them). Registering a name again replaces it.
+    pub fn register(&self, job: Arc<dyn Job>) {
+        if let Ok(mut known) = self.known.write() {
+            known.insert(job.name(), job);
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Job>> {
+        self.known.read().ok()?.get(name).cloned()
+    }
+
+    /// Records a queued run of `job` and sends it on its way; answers the run's record.
+    pub async fn enqueue(
+        &self,
+        state: &AppState,
+        job: Arc<dyn Job>,
+        team_id: Option<i64>,
+        payload: Value,
+    ) -> Result<JobRun, JobError> {
+        self.register(job.clone());
+        let run = JobRun::queued(job.as_ref(), team_id, payload, state.clock.now());
+        run.create(state.store.as_ref()).await?;
+        let envelope = run.envelope();
+        if let Err(error) = deliver(state, envelope, Duration::ZERO).await {
+            let message = error.to_string();
+            let _ = runs::finish(state, &run.key(), Err(message)).await;
+            return Err(error);
+        }
+        Ok(run)
+    }
+
+    /// Starts a run of the job named by a schedule, here and now.
+    pub async fn run_scheduled(
+        &self,
+        state: &AppState,
+        scheduled: ScheduledJob,
+        deadline: Option<Instant>,
+    ) -> Result<JobRun, JobError> {
+        let job = self
+            .get(&scheduled.job)
+            .ok_or_else(|| JobError::Unknown(scheduled.job.clone()))?;
+        let run = JobRun::queued(
+            job.as_ref(),
+            scheduled.team_id,
+            scheduled.payload,
+            state.clock.now(),
+        );
+        run.create(state.store.as_ref()).await?;
+        self.execute(state, run.envelope(), deadline).await
+    }
+
+    /// Runs one delivered attempt and records its outcome. `Ok` means the message is done with
+    /// (the run succeeded, failed for good, or its retry is queued); `Err` means it should be
+    /// delivered again (an unknown job, or the outcome could not be recorded or the retry sent).
+    pub async fn execute(
+        &self,
+        state: &AppState,
+        envelope: Envelope,
+        deadline: Option<Instant>,
+    ) -> Result<JobRun, JobError> {
+        let job = self
+            .get(&envelope.job)
+            .ok_or_else(|| JobError::Unknown(envelope.job.clone()))?;
+        let Some(run) = runs::start(state, &envelope, job.max_attempts()).await? else {
+            // Delivered again after it ended (SQS delivers at least once): nothing to do.
+            return runs::load_envelope(state, &envelope).await;
+        };
+        let context = JobContext {
+            run_id: envelope.run_id,
+            team_id: envelope.team_id,
+            payload: envelope.payload.clone(),
+            attempt: envelope.attempt,
+            deadline,
+        };
+        let outcome = job.run(state, &context).await;
+        let key = run.key();
+        match outcome {
+            Ok(output) => runs::finish(state, &key, Ok(output)).await,
+            Err(error) if error.retryable() && envelope.attempt < job.max_attempts() => {
+                let delay = jittered(job.backoff(envelope.attempt));
+                tracing::warn!(job = %envelope.job, run = %envelope.run_id, attempt = envelope.attempt,
+                    error = %error.chain(), ?delay, "job attempt failed; retrying");
+                let next = Envelope {
+                    attempt: envelope.attempt + 1,
+                    ..envelope
+                };
+                let retry_at = state.clock.now()
+                    + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::zero());
+                let recorded = runs::retrying(state, &key, error.chain(), retry_at).await?;
+                deliver(state, next, delay).await?;
+                Ok(recorded)
+            }
+            Err(error) => {
+                tracing::error!(job = %envelope.job, run = %envelope.run_id, attempt = envelope.attempt,
+                    error = %error.chain(), "job failed");
+                runs::finish(state, &key, Err(error.chain())).await
+            }
+        }
+    }
+}
+
+/// Up to `base`, uniformly ("full jitter"), so retries of many runs spread out.
+fn jittered(base: Duration) -> Duration {
+    if base.is_zero() {
+        return base;
+    }
+    let millis = base.as_millis().min(u64::MAX as u128) as u64;
+    Duration::from_millis(rand::thread_rng().gen_range(millis / 2..=millis))
+}
+
+/// Sends a run to the worker through SQS when a queue is configured, else runs it in a task of
+/// this process after `delay`.
+async fn deliver(state: &AppState, envelope: Envelope, delay: Duration) -> Result<(), JobError> {
+    match (&state.sqs, &state.config.query.job_queue_url) {
+        (Some(sqs), Some(queue)) => {
+            let body = serde_json::to_string(&envelope)
+                .map_err(|error| JobError::Send(Box::new(error)))?;
+            sqs.send_message()
+                .queue_url(queue)
+                .message_body(body)
+                .delay_seconds(delay.min(MAX_DELAY).as_secs() as i32)
+                .send()
+                .await
+                .map_err(|error| JobError::Send(Box::new(error)))?;
+            Ok(())
+        }
+        _ => {
+            tokio::spawn(run_here_later(state.clone(), envelope, delay));
+            Ok(())
+        }
+    }
+}
+
+/// The embedded queue: the run, in a task of this process. Boxed as `Send` because running a
+/// job can deliver its retry, which comes back here.
+fn run_here_later(
+    state: AppState,
+    envelope: Envelope,
+    delay: Duration,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        tokio::time::sleep(delay).await;
+        let (job, run) = (envelope.job.clone(), envelope.run_id);
+        if let Err(error) = state.jobs.execute(&state, envelope, None).await {
+            tracing::error!(%job, %run, error = %error.chain(), "embedded job run failed");
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Named;
+
+    #[async_trait]
+    impl Job for Named {
+        fn name(&self) -> &'static str {
+            "named"
+        }
+        async fn run(&self, _: &AppState, _: &JobContext) -> Result<Value, JobError> {
+            Ok(Value::Null)
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_longest_queue_delay() {
+        let waits: Vec<u64> = (1..=12).map(|n| Named.backoff(n).as_secs()).collect();
+        assert_eq!(&waits[..5], &[2, 4, 8, 16, 32]);
+        assert_eq!(waits[11], 900);
+        assert_eq!(Named.backoff(u32::MAX).as_secs(), 900);
+        for _ in 0..100 {
+            let wait = jittered(Duration::from_secs(8));
+            assert!(wait >= Duration::from_secs(4) && wait <= Duration::from_secs(8));
+        }
+    }
+
+    #[test]
+    fn envelopes_round_trip_and_refuse_strangers() {
+        let envelope = Envelope {
+            job: "query".into(),
+            run_id: Uuid::now_v7(),
+            team_id: Some(3),
+            payload: serde_json::json!({"query_id": "abc"}),
+            attempt: 2,
+        };
+        let text = serde_json::to_string(&envelope).unwrap();
+        assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), envelope);
+        let minimal: Envelope =
+            serde_json::from_str(&format!(r#"{{"job": "x", "run_id": "{}"}}"#, envelope.run_id))
+                .unwrap();
+        assert_eq!((minimal.attempt, minimal.team_id), (1, None));
+        assert!(serde_json::from_str::<Envelope>(r#"{"job": "x"}"#).is_err());
+        assert!(serde_json::from_str::<ScheduledJob>(r#"{"job": "compact", "extra": 1}"#).is_err());
+        let scheduled: ScheduledJob = serde_json::from_str(r#"{"job": "compact"}"#).unwrap();
+        assert_eq!(scheduled.job, "compact");
+    }
+
+    #[test]
+    fn registry_finds_jobs_by_name() {
+        let jobs = Jobs::default();
+        assert!(jobs.get("named").is_none());
+        jobs.register(Arc::new(Named));
+        assert_eq!(jobs.get("named").map(|job| job.name()), Some("named"));
+    }
+}
