@@ -39,6 +39,9 @@ pub struct Config {
     /// The sender of every message (an SES-verified identity in the cloud).
     pub mail_from: String,
     pub query: QuerySettings,
+    /// Origins allowed to call `/api/` from a browser (`ANALYTICS_CORS_ORIGINS`, comma-separated,
+    /// e.g. `https://app.example.com`); empty means none. Capture answers every origin regardless.
+    pub cors_origins: Vec<String>,
 }
 
 /// Bounds and services of the query engine.
@@ -73,6 +76,7 @@ impl std::fmt::Debug for Config {
             .field("mailer", &self.mailer)
             .field("mail_from", &self.mail_from)
             .field("query", &self.query.memory_bytes)
+            .field("cors_origins", &self.cors_origins)
             .finish()
     }
 }
@@ -142,8 +146,18 @@ impl Config {
             llm_api_key: get("ANALYTICS_LLM_API_KEY"),
             llm_model: get("ANALYTICS_LLM_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),
         };
+        let cors_origins = match get("ANALYTICS_CORS_ORIGINS") {
+            None => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(origin)
+                .collect::<Result<_, _>>()?,
+        };
         Ok(Self {
             query,
+            cors_origins,
             backend,
             secret_key: get("ANALYTICS_SECRET_KEY"),
             mailer,
@@ -177,6 +191,34 @@ impl Config {
     pub fn secret_key_path(&self) -> PathBuf {
         self.data_dir.join("secret.key")
     }
+}
+
+/// One entry of `ANALYTICS_CORS_ORIGINS` as browsers send it in `Origin`: `scheme://host[:port]`,
+/// lower case, no path. A trailing slash is forgiven; a path, `*` or `null` is refused, since
+/// the entry would otherwise never match and the operator would not know why.
+fn origin(entry: &str) -> Result<String, ConfigError> {
+    let refuse = || {
+        ConfigError(format!(
+            "ANALYTICS_CORS_ORIGINS lists exact origins such as `https://app.example.com`, not `{entry}`"
+        ))
+    };
+    let lowered = entry.to_ascii_lowercase();
+    let (scheme, rest) = lowered.split_once("://").ok_or_else(refuse)?;
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = match authority.rsplit_once(':') {
+        // An IPv6 host (`[::1]`) has colons of its own; a port follows the bracket.
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    let host_fits = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-.[]:".contains(c));
+    let port_fits = port.is_none_or(|port| port.parse::<u16>().is_ok());
+    if !matches!(scheme, "http" | "https") || !host_fits || !port_fits {
+        return Err(refuse());
+    }
+    Ok(format!("{scheme}://{authority}"))
 }
 
 #[cfg(test)]
@@ -225,6 +267,42 @@ mod tests {
             config.aws_endpoint_url.as_deref(),
             Some("http://127.0.0.1:5000")
         );
+    }
+
+    #[test]
+    fn reads_the_cors_origins() {
+        assert!(config(&[]).unwrap().cors_origins.is_empty());
+        let config = config(&[(
+            "ANALYTICS_CORS_ORIGINS",
+            " https://App.example.com/, http://127.0.0.1:8080 ,,http://[::1]:3000",
+        )])
+        .unwrap();
+        assert_eq!(
+            config.cors_origins,
+            [
+                "https://app.example.com",
+                "http://127.0.0.1:8080",
+                "http://[::1]:3000"
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_not_an_origin() {
+        for value in [
+            "*",
+            "null",
+            "app.example.com",
+            "https://app.example.com/path",
+            "ftp://app.example.com",
+            "https://app.example.com:99999",
+            "https://user@app.example.com",
+        ] {
+            assert!(
+                config(&[("ANALYTICS_CORS_ORIGINS", value)]).is_err(),
+                "{value}"
+            );
+        }
     }
 
     #[test]

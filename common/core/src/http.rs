@@ -140,6 +140,7 @@ pub fn finish(routes: Router<AppState>, state: AppState) -> App {
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::Extension(BodyLimit(limit)))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(crate::cors::layer(&state.config.cors_origins))
         .with_state(state);
     NormalizePathLayer::trim_trailing_slash().layer(router)
 }

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod cors;
 pub mod dates;
 pub mod error;
 pub mod http;
