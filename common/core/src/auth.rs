@@ -119,7 +119,8 @@ impl Authenticated {
         }
     }
 
-    /// Resolves `:project_id` (an integer or `@current`) to a project this caller may use with `scope`.
+    /// Resolves `:project_id` (an integer or `@current`) to a project this caller may use with
+    /// `scope`: the key must allow it and the user must belong to its organization, staff or not.
     pub async fn project(
         &self,
         store: &dyn Store,
@@ -149,8 +150,9 @@ impl Authenticated {
                 project.organization_id
             )));
         }
+        // Membership is the only way into a tenant: staff powers live on the user routes.
         let member = Membership::load(store, project.organization_id, self.user.uuid).await?;
-        if member.is_none() && !self.user.is_staff {
+        if member.is_none() {
             return Err(ApiError::permission_denied(
                 "You don't have access to the project.",
             ));

@@ -602,3 +602,176 @@ async fn sqlite_files_are_shared_safely_between_openers() {
     assert_eq!(item.data["value"], 40);
     assert_eq!(item.version, 41);
 }
+
+/// A store where another writer always gets in first: before each conditional put, the item
+/// is rewritten behind the caller's back, so the put loses the race.
+struct AlwaysContended {
+    inner: Arc<dyn Store>,
+    puts: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl Store for AlwaysContended {
+    async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        self.inner.get(pk, sk).await
+    }
+
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
+        self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(mut current) = self.inner.get(&item.pk, &item.sk).await? {
+            current.version += 1;
+            self.inner.put(current, Condition::None).await?;
+        }
+        self.inner.put(item, condition).await
+    }
+
+    async fn delete(&self, pk: &str, sk: &str, condition: Condition) -> Result<(), StoreError> {
+        self.inner.delete(pk, sk, condition).await
+    }
+
+    async fn query(
+        &self,
+        partition: &str,
+        options: QueryOptions,
+    ) -> Result<store::Page, StoreError> {
+        self.inner.query(partition, options).await
+    }
+
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        self.inner.transact_write(ops).await
+    }
+}
+
+#[tokio::test]
+async fn updates_that_keep_losing_give_up_after_bounded_attempts() {
+    for (name, inner, _dir) in backends().await {
+        inner
+            .put(
+                Item::new("C", "C", json!({"value": 0})),
+                Condition::NotExists,
+            )
+            .await
+            .unwrap();
+        let store = AlwaysContended {
+            inner: inner.clone(),
+            puts: Default::default(),
+        };
+        let mut changes = 0;
+        let result = store::update(&store, "C", "C", |mut v: serde_json::Value| {
+            changes += 1;
+            v["value"] = json!(1);
+            Ok(v)
+        })
+        .await;
+        assert!(
+            matches!(result, Err(StoreError::ConditionFailed)),
+            "{name}: {result:?}"
+        );
+        assert_eq!(changes, store::UPDATE_ATTEMPTS, "{name}");
+        assert_eq!(
+            store.puts.load(std::sync::atomic::Ordering::Relaxed),
+            store::UPDATE_ATTEMPTS,
+            "{name}"
+        );
+        let item = inner.get("C", "C").await.unwrap().unwrap();
+        assert_eq!(item.data["value"], 0, "{name}: no lost race wrote anything");
+    }
+}
+
+/// The whole chain of an error, outermost first.
+fn chain(error: &dyn std::error::Error) -> Vec<String> {
+    std::iter::successors(Some(error), |e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn errors_keep_their_causes() {
+    // An item whose data is not the entity asked for.
+    let item = Item::new("P", "S", json!({"value": "not a number"}));
+    let error = item
+        .parse::<std::collections::HashMap<String, i64>>()
+        .unwrap_err();
+    assert!(matches!(error, StoreError::Decode { .. }), "{error:?}");
+    let causes = chain(&error);
+    assert_eq!(causes[0], "item P/S does not decode");
+    assert!(
+        causes.len() >= 2 && causes[1].contains("invalid type"),
+        "{causes:?}"
+    );
+
+    // SQLite: a folder where the file should be, and a file where the folder should be.
+    let dir = tempfile::tempdir().unwrap();
+    let Err(error) = SqliteStore::open(dir.path()) else {
+        panic!("a folder opened as a database");
+    };
+    assert!(matches!(error, StoreError::Sqlite(_)), "{error:?}");
+    assert!(chain(&error).len() >= 2, "{:?}", chain(&error));
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let Err(error) = SqliteStore::open(&file.join("store.sqlite")) else {
+        panic!("a database under a file");
+    };
+    assert!(matches!(error, StoreError::Folder { .. }), "{error:?}");
+    let io = std::error::Error::source(&error).and_then(|e| e.downcast_ref::<std::io::Error>());
+    assert!(io.is_some(), "{:?}", chain(&error));
+
+    // DynamoDB: a call on a table that does not exist names the operation and keeps the
+    // service's answer as the cause.
+    if let Some(endpoint) = testing::emulator_endpoint() {
+        let missing = store::DynamoStore::new(testing::dynamo_client(&endpoint), "no-such-table");
+        let error = missing.get("P", "S").await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                StoreError::Dynamo {
+                    operation: "GetItem",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let causes = chain(&error);
+        assert_eq!(causes[0], "DynamoDB GetItem failed");
+        assert!(
+            causes
+                .iter()
+                .any(|cause| cause.contains("ResourceNotFound")),
+            "{causes:?}"
+        );
+    }
+}
+
+/// SQLite reads leave the executor free: on a one-thread runtime another task runs while a
+/// read is in flight (inline reads would never yield).
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_reads_run_off_the_executor() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = SqliteStore::open(&dir.path().join("store.sqlite")).unwrap();
+    for store in [file, testing::memory_store()] {
+        store
+            .put(Item::new("P", "S", json!({})), Condition::None)
+            .await
+            .unwrap();
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let ticker = tokio::spawn({
+            let ticks = ticks.clone();
+            async move {
+                loop {
+                    ticks.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        // Many reads, so a blocking thread that finishes before its first poll cannot fail the test.
+        for _ in 0..20 {
+            assert!(store.get("P", "S").await.unwrap().is_some());
+            let page = store.query("P", QueryOptions::default()).await.unwrap();
+            assert_eq!(page.items.len(), 1);
+        }
+        assert!(ticks.load(Ordering::Relaxed) > 0);
+        ticker.abort();
+    }
+}

@@ -384,7 +384,7 @@ pub async fn disable(
     let proven = match (body.token.as_deref().map(normalize), &body.current_password) {
         (Some(token), _) if is_totp_shape(&token) => accept_totp(&state, &user, &token).await?,
         (Some(token), _) => consume_backup_code(&state, &user, &token).await?,
-        (None, Some(password)) => user.verify_password(password),
+        (None, Some(password)) => user.password_matches(password).await?,
         (None, None) => return Err(ApiError::required("token")),
     };
     if !proven {

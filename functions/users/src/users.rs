@@ -3,8 +3,7 @@
 use axum::extract::{Path, State};
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
-use common::models::{Membership, Organization, Project, Scope, User};
-use common::store::StoreError;
+use common::models::{Membership, Organization, Project, Scope, User, hash_password};
 use common::throttle::Throttle;
 use common::{AppState, Authenticated};
 use serde::{Deserialize, Deserializer};
@@ -49,8 +48,12 @@ pub async fn render(state: &AppState, user: &User) -> ApiResult<Value> {
     for membership in Membership::of_user(store, user.uuid).await? {
         organizations.extend(Organization::load(store, membership.organization_id).await?);
     }
+    // A current team left over from a lost membership is not shown (the payload carries its
+    // token): like the organization, it must be one of the user's.
     let team = match user.current_team_id {
-        Some(id) => Project::load(store, id).await?,
+        Some(id) => Project::load(store, id)
+            .await?
+            .filter(|team| organizations.iter().any(|o| o.id == team.organization_id)),
         None => None,
     };
     let organization = user
@@ -259,7 +262,7 @@ pub async fn update(
             ));
         };
         PASSWORD_ATTEMPTS.hit(store, &user.uuid.to_string()).await?;
-        if !user.verify_password(current_password) {
+        if !user.password_matches(current_password).await? {
             return Err(ApiError::field(
                 "current_password",
                 "invalid_input",
@@ -280,8 +283,19 @@ pub async fn update(
     }
 
     let (organization, team) = current_context(&state, &user, &changes).await?;
+    // Hashed once, off the executor, and outside the update that may run several times.
+    let password_hash = match &changes.password {
+        Some(password) => Some(hash_password(password).await?),
+        None => None,
+    };
     let updated = User::update(store, user.uuid, |stored| {
-        apply(stored, &changes, organization, team)?;
+        apply(
+            stored,
+            &changes,
+            password_hash.as_deref(),
+            organization,
+            team,
+        );
         if let Some(email) = new_email {
             stored.pending_email = Some(email.to_owned());
         }
@@ -353,17 +367,18 @@ fn empty_is_none(value: &Option<String>) -> Option<String> {
 fn apply(
     user: &mut User,
     changes: &UserChanges,
+    password_hash: Option<&str>,
     organization: Option<Uuid>,
     team: Option<i64>,
-) -> Result<(), StoreError> {
+) {
     if let Some(value) = &changes.first_name {
         user.first_name = value.trim().to_owned();
     }
     if let Some(value) = &changes.last_name {
         user.last_name = value.trim().to_owned();
     }
-    if let Some(password) = &changes.password {
-        user.set_password(password)?;
+    if let Some(hash) = password_hash {
+        user.password_hash = Some(hash.to_owned());
     }
     if let Some(settings) = &changes.notification_settings {
         merge(&mut user.notification_settings, settings);
@@ -402,7 +417,6 @@ fn apply(
     if let Some(value) = &changes.role_at_organization {
         user.role_at_organization = empty_is_none(value);
     }
-    Ok(())
 }
 
 #[cfg(test)]

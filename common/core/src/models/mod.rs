@@ -8,7 +8,7 @@ mod user;
 pub use api_key::{MAX_LABEL_CHARS, PersonalApiKey, Scope, ScopeAction};
 pub use organization::{Membership, MembershipLevel, Organization};
 pub use project::{NewProject, Project};
-pub use user::{NewUser, User};
+pub use user::{NewUser, PasswordError, User, hash_password};
 
 use rand::Rng;
 use rand::distributions::Alphanumeric;

@@ -82,6 +82,8 @@ impl User {
         format!("EMAIL#{}", email.to_lowercase())
     }
 
+    /// A new user; a password is hashed here, on the calling thread (tens of milliseconds), which
+    /// suits the CLI and bootstrap. Request handlers hash with [`hash_password`].
     pub fn new(new: NewUser<'_>) -> Result<Self, StoreError> {
         let uuid = Uuid::now_v7();
         Ok(Self {
@@ -90,7 +92,11 @@ impl User {
             email: new.email.to_owned(),
             first_name: new.first_name.to_owned(),
             last_name: new.last_name.to_owned(),
-            password_hash: new.password.map(hash_password).transpose()?,
+            password_hash: new
+                .password
+                .map(hash_now)
+                .transpose()
+                .map_err(|e| StoreError::Encoding(format!("password hashing: {e}")))?,
             is_staff: new.is_staff,
             is_active: true,
             is_email_verified: false,
@@ -171,7 +177,10 @@ impl User {
         new_email: &str,
         mut change: impl FnMut(&mut User),
     ) -> Result<Option<Self>, StoreError> {
-        for _ in 0..8 {
+        for attempt in 0..store::UPDATE_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(store::conflict_backoff(attempt)).await;
+            }
             let Some(current) = store.get(&Self::pk(uuid), "USER").await? else {
                 return Err(StoreError::ConditionFailed);
             };
@@ -215,31 +224,64 @@ impl User {
         Err(StoreError::ConditionFailed)
     }
 
-    pub fn verify_password(&self, password: &str) -> bool {
-        let Some(hash) = &self.password_hash else {
-            return false;
+    /// Whether `password` is this user's, checked on a blocking thread: Argon2 is made to be
+    /// slow, and one login must not stall the other requests of its executor thread.
+    pub async fn password_matches(&self, password: &str) -> Result<bool, PasswordError> {
+        let Some(hash) = self.password_hash.clone() else {
+            return Ok(false);
         };
-        PasswordHash::new(hash)
-            .map(|parsed| {
-                Argon2::default()
-                    .verify_password(password.as_bytes(), &parsed)
-                    .is_ok()
-            })
-            .unwrap_or(false)
+        let password = password.to_owned();
+        tokio::task::spawn_blocking(move || verify_now(&hash, &password))
+            .await
+            .map_err(PasswordError::Worker)
     }
 
-    pub fn set_password(&mut self, password: &str) -> Result<(), StoreError> {
-        self.password_hash = Some(hash_password(password)?);
-        Ok(())
+    /// [`User::password_matches`] on the calling thread, for tests and the CLI.
+    pub fn verify_password(&self, password: &str) -> bool {
+        self.password_hash
+            .as_deref()
+            .is_some_and(|hash| verify_now(hash, password))
     }
 }
 
-fn hash_password(password: &str) -> Result<String, StoreError> {
+/// Hashing or checking a password failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    #[error("password hashing failed")]
+    Hash(#[source] argon2::password_hash::Error),
+    #[error("password worker thread failed")]
+    Worker(#[source] tokio::task::JoinError),
+}
+
+impl From<PasswordError> for crate::error::ApiError {
+    fn from(error: PasswordError) -> Self {
+        Self::internal(error)
+    }
+}
+
+/// The Argon2 PHC string of `password`, computed on a blocking thread.
+pub async fn hash_password(password: &str) -> Result<String, PasswordError> {
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || hash_now(&password))
+        .await
+        .map_err(PasswordError::Worker)?
+        .map_err(PasswordError::Hash)
+}
+
+fn hash_now(password: &str) -> Result<String, argon2::password_hash::Error> {
     let salt = SaltString::generate(&mut OsRng);
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .map(|hash| hash.to_string())
-        .map_err(|e| StoreError::Encoding(format!("password hashing: {e}")))
+}
+
+/// A stored hash that does not parse matches nothing.
+fn verify_now(hash: &str, password: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
 }
 
 #[cfg(test)]
@@ -260,5 +302,47 @@ mod tests {
         assert!(hash.starts_with("$argon2"));
         assert!(user.verify_password("correct horse"));
         assert!(!user.verify_password("wrong"));
+    }
+
+    /// On a one-thread runtime another task keeps running while a password is hashed and
+    /// checked: Argon2 runs on the blocking pool, not on the executor's only thread.
+    #[tokio::test(flavor = "current_thread")]
+    async fn hashing_leaves_the_executor_free() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let ticker = tokio::spawn({
+            let ticks = ticks.clone();
+            async move {
+                loop {
+                    ticks.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        let hash = hash_password("correct horse").await.unwrap();
+        let after_hashing = ticks.load(Ordering::Relaxed);
+        assert!(
+            after_hashing > 0,
+            "the other task did not run while hashing"
+        );
+        let mut user = User::new(NewUser {
+            email: "a@example.com",
+            first_name: "A",
+            last_name: "",
+            password: None,
+            is_staff: false,
+        })
+        .unwrap();
+        assert!(!user.password_matches("correct horse").await.unwrap());
+        user.password_hash = Some(hash);
+        assert!(user.password_matches("correct horse").await.unwrap());
+        assert!(!user.password_matches("wrong").await.unwrap());
+        assert!(
+            ticks.load(Ordering::Relaxed) > after_hashing,
+            "the other task did not run while checking"
+        );
+        ticker.abort();
     }
 }

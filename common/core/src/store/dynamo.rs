@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
@@ -66,14 +66,14 @@ impl DynamoStore {
                 .attribute_name(name)
                 .attribute_type(ScalarAttributeType::S)
                 .build()
-                .map_err(backend)
+                .map_err(dynamo("CreateTable"))
         };
         let key = |name: &str, kind: KeyType| {
             KeySchemaElement::builder()
                 .attribute_name(name)
                 .key_type(kind)
                 .build()
-                .map_err(backend)
+                .map_err(dynamo("CreateTable"))
         };
         let index = GlobalSecondaryIndex::builder()
             .index_name(GSI1)
@@ -85,7 +85,7 @@ impl DynamoStore {
                     .build(),
             )
             .build()
-            .map_err(backend)?;
+            .map_err(dynamo("CreateTable"))?;
         let created = self
             .client
             .create_table()
@@ -103,7 +103,7 @@ impl DynamoStore {
         match created {
             Ok(_) => {}
             Err(error) if error.code() == Some("ResourceInUseException") => return Ok(()),
-            Err(error) => return Err(backend(DisplayErrorContext(error))),
+            Err(error) => return Err(dynamo("CreateTable")(error)),
         }
         self.client
             .update_time_to_live()
@@ -113,17 +113,23 @@ impl DynamoStore {
                     .enabled(true)
                     .attribute_name("expires_at")
                     .build()
-                    .map_err(backend)?,
+                    .map_err(dynamo("UpdateTimeToLive"))?,
             )
             .send()
             .await
-            .map_err(|e| backend(DisplayErrorContext(e)))?;
+            .map_err(dynamo("UpdateTimeToLive"))?;
         Ok(())
     }
 }
 
-fn backend(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(error.to_string())
+/// A failed DynamoDB call (or a request that did not build), its cause kept whole.
+fn dynamo<E: std::error::Error + Send + Sync + 'static>(
+    operation: &'static str,
+) -> impl FnOnce(E) -> StoreError {
+    move |error| StoreError::Dynamo {
+        operation,
+        source: Box::new(error),
+    }
 }
 
 fn string(value: &str) -> AttributeValue {
@@ -141,8 +147,11 @@ fn key_of(pk: &str, sk: &str) -> Attributes {
 fn to_attributes(item: &Item) -> Result<Attributes, StoreError> {
     let mut attributes = key_of(&item.pk, &item.sk);
     attributes.insert("version".into(), number(item.version));
-    let data =
-        serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    let data = serde_json::to_string(&item.data).map_err(|source| StoreError::Encode {
+        pk: item.pk.clone(),
+        sk: item.sk.clone(),
+        source,
+    })?;
     attributes.insert("data".into(), AttributeValue::S(data));
     if let Some(value) = &item.gsi1pk {
         attributes.insert("gsi1pk".into(), string(value));
@@ -167,12 +176,18 @@ fn from_attributes(attributes: &Attributes) -> Result<Item, StoreError> {
             .and_then(|n| n.parse().ok())
     };
     let missing = |name: &str| StoreError::Encoding(format!("item without `{name}`"));
+    let pk = text("pk").ok_or_else(|| missing("pk"))?;
+    let sk = text("sk").ok_or_else(|| missing("sk"))?;
     let data = text("data").ok_or_else(|| missing("data"))?;
+    let data = match serde_json::from_str(&data) {
+        Ok(data) => data,
+        Err(source) => return Err(StoreError::Decode { pk, sk, source }),
+    };
     Ok(Item {
-        pk: text("pk").ok_or_else(|| missing("pk"))?,
-        sk: text("sk").ok_or_else(|| missing("sk"))?,
+        pk,
+        sk,
         version: integer("version").unwrap_or(1) as u64,
-        data: serde_json::from_str(&data).map_err(|e| StoreError::Encoding(e.to_string()))?,
+        data,
         gsi1pk: text("gsi1pk"),
         gsi1sk: text("gsi1sk"),
         expires_at: integer("expires_at"),
@@ -214,7 +229,7 @@ impl Store for DynamoStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| backend(DisplayErrorContext(e)))?;
+            .map_err(dynamo("GetItem"))?;
         let Some(attributes) = output.item else {
             return Ok(None);
         };
@@ -236,7 +251,7 @@ impl Store for DynamoStore {
         match request.send().await {
             Ok(_) => Ok(()),
             Err(error) if is_condition_failure(&error) => Err(StoreError::ConditionFailed),
-            Err(error) => Err(backend(DisplayErrorContext(error))),
+            Err(error) => Err(dynamo("PutItem")(error)),
         }
     }
 
@@ -254,7 +269,7 @@ impl Store for DynamoStore {
         match request.send().await {
             Ok(_) => Ok(()),
             Err(error) if is_condition_failure(&error) => Err(StoreError::ConditionFailed),
-            Err(error) => Err(backend(DisplayErrorContext(error))),
+            Err(error) => Err(dynamo("DeleteItem")(error)),
         }
     }
 
@@ -314,10 +329,7 @@ impl Store for DynamoStore {
                 Index::Primary => request = request.consistent_read(true),
                 Index::Gsi1 => request = request.index_name(GSI1),
             }
-            let output = request
-                .send()
-                .await
-                .map_err(|e| backend(DisplayErrorContext(e)))?;
+            let output = request.send().await.map_err(dynamo("Query"))?;
             for attributes in output.items() {
                 items.push(from_attributes(attributes)?);
             }
@@ -345,7 +357,7 @@ impl Store for DynamoStore {
                             .set_expression_attribute_values(Some(values));
                     }
                     TransactWriteItem::builder()
-                        .put(put.build().map_err(backend)?)
+                        .put(put.build().map_err(dynamo("TransactWriteItems"))?)
                         .build()
                 }
                 WriteOp::Delete { pk, sk, condition } => {
@@ -358,7 +370,7 @@ impl Store for DynamoStore {
                             .set_expression_attribute_values(Some(values));
                     }
                     TransactWriteItem::builder()
-                        .delete(delete.build().map_err(backend)?)
+                        .delete(delete.build().map_err(dynamo("TransactWriteItems"))?)
                         .build()
                 }
                 WriteOp::Check { pk, sk, condition } => {
@@ -373,7 +385,7 @@ impl Store for DynamoStore {
                         .condition_expression(expression)
                         .set_expression_attribute_values((!values.is_empty()).then_some(values));
                     TransactWriteItem::builder()
-                        .condition_check(check.build().map_err(backend)?)
+                        .condition_check(check.build().map_err(dynamo("TransactWriteItems"))?)
                         .build()
                 }
             };
@@ -407,7 +419,7 @@ impl Store for DynamoStore {
         } else if !reasons.is_empty() {
             Err(StoreError::TransactionCancelled(reasons.join(", ")))
         } else {
-            Err(backend(DisplayErrorContext(error)))
+            Err(dynamo("TransactWriteItems")(error))
         }
     }
 

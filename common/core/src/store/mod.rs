@@ -5,7 +5,10 @@ mod cursor;
 mod dynamo;
 mod sqlite;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
+use rand::Rng;
 use serde::{Serialize, de::DeserializeOwned};
 
 pub use cursor::Cursor;
@@ -48,8 +51,19 @@ impl Item {
         sk: impl Into<String>,
         entity: &T,
     ) -> Result<Self, StoreError> {
-        let data = serde_json::to_value(entity).map_err(|e| StoreError::Encoding(e.to_string()))?;
-        Ok(Self::new(pk, sk, data))
+        let mut item = Self::new(pk, sk, serde_json::Value::Null);
+        item.set_data(entity)?;
+        Ok(item)
+    }
+
+    /// Replaces `data` with `entity`, serialized.
+    pub fn set_data<T: Serialize>(&mut self, entity: &T) -> Result<(), StoreError> {
+        self.data = serde_json::to_value(entity).map_err(|source| StoreError::Encode {
+            pk: self.pk.clone(),
+            sk: self.sk.clone(),
+            source,
+        })?;
+        Ok(())
     }
 
     pub fn with_gsi1(mut self, pk: impl Into<String>, sk: impl Into<String>) -> Self {
@@ -65,8 +79,10 @@ impl Item {
 
     /// The entity stored in `data`.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, StoreError> {
-        T::deserialize(&self.data).map_err(|e| {
-            StoreError::Encoding(format!("item {}/{} does not decode: {e}", self.pk, self.sk))
+        T::deserialize(&self.data).map_err(|source| StoreError::Decode {
+            pk: self.pk.clone(),
+            sk: self.sk.clone(),
+            source,
         })
     }
 
@@ -160,6 +176,8 @@ impl Page {
     }
 }
 
+/// What went wrong in the store. Backend failures keep their cause as the error's source, so a
+/// log can show the whole chain and a caller can inspect it (e.g. SQLite's busy code).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("condition failed")]
@@ -170,10 +188,43 @@ pub enum StoreError {
     InvalidCursor,
     #[error("invalid request to the store: {0}")]
     Invalid(String),
+    /// Stored data that does not have the expected shape.
     #[error("encoding: {0}")]
     Encoding(String),
-    #[error("backend: {0}")]
-    Backend(String),
+    #[error("item {pk}/{sk} does not encode as JSON")]
+    Encode {
+        pk: String,
+        sk: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("item {pk}/{sk} does not decode")]
+    Decode {
+        pk: String,
+        sk: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("SQLite call failed")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("cannot create the SQLite store's folder {}", path.display())]
+    Folder {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A panic while a connection was held; the connection may be mid-transaction.
+    #[error("SQLite connection poisoned by an earlier panic")]
+    Poisoned,
+    /// The blocking thread running a store call panicked or was cancelled.
+    #[error("store worker thread failed")]
+    Worker(#[source] tokio::task::JoinError),
+    #[error("DynamoDB {operation} failed")]
+    Dynamo {
+        operation: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// The storage boundary every handler talks to.
@@ -274,7 +325,22 @@ pub async fn query_all(
     }
 }
 
-/// Read, change and write back one item under optimistic locking, retrying on concurrent changes.
+/// Tries of [`update`] before it gives up with [`StoreError::ConditionFailed`].
+pub const UPDATE_ATTEMPTS: u32 = 8;
+const BACKOFF_BASE: Duration = Duration::from_millis(2);
+const BACKOFF_CAP: Duration = Duration::from_millis(100);
+
+/// The pause before retry `attempt` (1 for the first retry) of a write that lost a race:
+/// exponential backoff with full jitter, so writers that collided do not collide again in step.
+pub fn conflict_backoff(attempt: u32) -> Duration {
+    let ceiling = BACKOFF_BASE
+        .saturating_mul(1 << attempt.saturating_sub(1).min(16))
+        .min(BACKOFF_CAP);
+    rand::thread_rng().gen_range(Duration::ZERO..=ceiling)
+}
+
+/// Read, change and write back one item under optimistic locking, retrying on concurrent changes
+/// (at most [`UPDATE_ATTEMPTS`] times, pausing [`conflict_backoff`] between tries).
 /// `change` gets the current entity and returns the new one; it may run more than once.
 pub async fn update<T, F>(
     store: &dyn Store,
@@ -286,15 +352,16 @@ where
     T: Serialize + DeserializeOwned,
     F: FnMut(T) -> Result<T, StoreError>,
 {
-    const ATTEMPTS: usize = 8;
-    for _ in 0..ATTEMPTS {
+    for attempt in 0..UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(conflict_backoff(attempt)).await;
+        }
         let Some(current) = store.get(pk, sk).await? else {
             return Err(StoreError::ConditionFailed);
         };
         let updated = change(current.parse()?)?;
         let mut item = current.clone();
-        item.data =
-            serde_json::to_value(&updated).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        item.set_data(&updated)?;
         item.version = current.version + 1;
         match store
             .put(item, Condition::VersionEquals(current.version))
@@ -306,4 +373,25 @@ where
         }
     }
     Err(StoreError::ConditionFailed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_its_cap_with_jitter() {
+        for attempt in 1..=12 {
+            let ceiling = (BACKOFF_BASE * 2u32.pow(attempt - 1)).min(BACKOFF_CAP);
+            let pauses: Vec<Duration> = (0..200).map(|_| conflict_backoff(attempt)).collect();
+            assert!(pauses.iter().all(|pause| *pause <= ceiling), "{attempt}");
+            // Full jitter: the pauses spread over the range rather than sitting at the ceiling.
+            let distinct: std::collections::HashSet<_> = pauses.iter().collect();
+            assert!(distinct.len() > 100, "{attempt}: {distinct:?}");
+        }
+        // Large attempt numbers neither overflow nor pass the cap.
+        for attempt in [64, u32::MAX] {
+            assert!(conflict_backoff(attempt) <= BACKOFF_CAP);
+        }
+    }
 }

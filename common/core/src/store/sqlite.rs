@@ -30,8 +30,8 @@ CREATE INDEX IF NOT EXISTS items_gsi1 ON items (gsi1pk, gsi1sk, pk, sk) WHERE gs
 /// Above every character a key can hold, so `prefix || MAX_CHAR` bounds a prefix range.
 const MAX_CHAR: char = '\u{10FFFF}';
 
-/// Read connections per store: reads run inline on the async worker threads (a WAL read never
-/// waits for writers), so a few connections keep every worker busy without thread hand-offs.
+/// Read connections per store. Reads run on blocking threads (like writes) and a WAL read never
+/// waits for writers, so a few connections keep several readers going at once.
 const READERS: usize = 4;
 
 #[derive(Clone)]
@@ -44,20 +44,20 @@ pub struct SqliteStore {
 impl SqliteStore {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(backend)?;
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
+                path: parent.to_owned(),
+                source,
+            })?;
         }
-        let writer = configure(Connection::open(path).map_err(backend)?)?;
-        writer.execute_batch(SCHEMA).map_err(backend)?;
+        let writer = configure(Connection::open(path)?)?;
+        writer.execute_batch(SCHEMA)?;
         let readers = (0..READERS)
             .map(|_| {
                 let reader = Connection::open_with_flags(
                     path,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )
-                .map_err(backend)?;
-                reader
-                    .busy_timeout(Duration::from_secs(10))
-                    .map_err(backend)?;
+                )?;
+                reader.busy_timeout(Duration::from_secs(10))?;
                 cache_pages(&reader)?;
                 Ok(Mutex::new(reader))
             })
@@ -70,28 +70,37 @@ impl SqliteStore {
 
     /// A private in-memory store, for tests and benchmarks.
     pub fn in_memory() -> Result<Self, StoreError> {
-        let connection = configure(Connection::open_in_memory().map_err(backend)?)?;
-        connection.execute_batch(SCHEMA).map_err(backend)?;
+        let connection = configure(Connection::open_in_memory()?)?;
+        connection.execute_batch(SCHEMA)?;
         Ok(Self {
             writer: Arc::new(Mutex::new(connection)),
             readers: Arc::new(Vec::new()),
         })
     }
 
-    /// Runs writes off the async executor: they may wait for another process's lock.
+    /// Runs a write off the async executor: it may wait for another process's lock.
     async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let connection = self.writer.clone();
-        tokio::task::spawn_blocking(move || work(&mut *lock(&connection)?))
-            .await
-            .map_err(backend)?
+        blocking(move || work(&mut *lock(&connection)?)).await
     }
 
-    /// Runs a read inline on a free read connection (or waits for the first one).
-    fn read<T>(
+    /// Runs a read off the async executor too: a cold page read from disk, a long query or an
+    /// in-memory store's writer lock would otherwise stall every task on the worker thread.
+    async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let store = self.clone();
+        blocking(move || store.read_here(work)).await
+    }
+
+    /// Runs a read on a free read connection (or waits for the first one), on this thread.
+    fn read_here<T>(
         &self,
         work: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -107,24 +116,25 @@ impl SqliteStore {
     }
 }
 
+/// One hop to tokio's blocking pool for a whole store call (never one per item).
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(StoreError::Worker)?
+}
+
 fn configure(connection: Connection) -> Result<Connection, StoreError> {
     // Other processes may hold the write lock briefly; wait rather than fail.
-    connection
-        .busy_timeout(Duration::from_secs(10))
-        .map_err(backend)?;
-    connection
-        .pragma_update(None, "journal_mode", "WAL")
-        .map_err(backend)?;
+    connection.busy_timeout(Duration::from_secs(10))?;
+    connection.pragma_update(None, "journal_mode", "WAL")?;
     // Each commit is on disk before it returns (NORMAL could lose the last ones in a power loss),
     // as DynamoDB's writes are durable on success.
-    connection
-        .pragma_update(None, "synchronous", "FULL")
-        .map_err(backend)?;
+    connection.pragma_update(None, "synchronous", "FULL")?;
     // Distinct ids are often random, so a bulk load touches pages all over the file: a larger
     // WAL lets a page changed by many transactions be copied back once per checkpoint.
-    connection
-        .pragma_update(None, "wal_autocheckpoint", 16_384)
-        .map_err(backend)?;
+    connection.pragma_update(None, "wal_autocheckpoint", 16_384)?;
     cache_pages(&connection)?;
     Ok(connection)
 }
@@ -132,25 +142,15 @@ fn configure(connection: Connection) -> Result<Connection, StoreError> {
 /// A page cache of 64 MiB and reads through a memory map (SQLite's defaults are 2 MiB and reads
 /// copied through the kernel).
 fn cache_pages(connection: &Connection) -> Result<(), StoreError> {
-    connection
-        .pragma_update(None, "cache_size", -65_536)
-        .map_err(backend)?;
-    connection
-        .pragma_update(None, "mmap_size", 256i64 << 20)
-        .map_err(backend)?;
+    connection.pragma_update(None, "cache_size", -65_536)?;
+    connection.pragma_update(None, "mmap_size", 256i64 << 20)?;
     Ok(())
 }
 
 fn lock(
     connection: &Mutex<Connection>,
 ) -> Result<std::sync::MutexGuard<'_, Connection>, StoreError> {
-    connection
-        .lock()
-        .map_err(|_| StoreError::Backend("sqlite connection poisoned".into()))
-}
-
-fn backend(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(error.to_string())
+    connection.lock().map_err(|_| StoreError::Poisoned)
 }
 
 const COLUMNS: &str = "pk, sk, version, data, gsi1pk, gsi1sk, expires_at";
@@ -172,7 +172,16 @@ fn read_item(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Item, String)> {
 }
 
 fn decode((mut item, data): (Item, String)) -> Result<Item, StoreError> {
-    item.data = serde_json::from_str(&data).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    match serde_json::from_str(&data) {
+        Ok(value) => item.data = value,
+        Err(source) => {
+            return Err(StoreError::Decode {
+                pk: item.pk,
+                sk: item.sk,
+                source,
+            });
+        }
+    }
     Ok(item)
 }
 
@@ -181,11 +190,9 @@ fn get_live(connection: &Connection, pk: &str, sk: &str) -> Result<Option<Item>,
         .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM items WHERE pk = ?1 AND sk = ?2 \
              AND (expires_at IS NULL OR expires_at > ?3)"
-        ))
-        .map_err(backend)?
+        ))?
         .query_row(params![pk, sk, now_unix()], read_item)
-        .optional()
-        .map_err(backend)?;
+        .optional()?;
     found.map(decode).transpose()
 }
 
@@ -199,8 +206,11 @@ fn condition_holds(existing: Option<&Item>, condition: Condition) -> bool {
 }
 
 fn write_put(connection: &Connection, item: &Item) -> Result<(), StoreError> {
-    let data =
-        serde_json::to_string(&item.data).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    let data = serde_json::to_string(&item.data).map_err(|source| StoreError::Encode {
+        pk: item.pk.clone(),
+        sk: item.sk.clone(),
+        source,
+    })?;
     let values = params![
         item.pk,
         item.sk,
@@ -218,40 +228,32 @@ fn write_put(connection: &Connection, item: &Item) -> Result<(), StoreError> {
              ON CONFLICT (pk, sk) DO UPDATE SET version = excluded.version, \
              data = excluded.data, expires_at = excluded.expires_at \
              WHERE items.gsi1pk IS excluded.gsi1pk AND items.gsi1sk IS excluded.gsi1sk"
-        ))
-        .map_err(backend)?
-        .execute(values)
-        .map_err(backend)?;
+        ))?
+        .execute(values)?;
     if in_place == 0 {
         connection
             .prepare_cached(&format!(
                 "INSERT OR REPLACE INTO items ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-            ))
-            .map_err(backend)?
-            .execute(values)
-            .map_err(backend)?;
+            ))?
+            .execute(values)?;
     }
     Ok(())
 }
 
 fn write_delete(connection: &Connection, pk: &str, sk: &str) -> Result<(), StoreError> {
     connection
-        .prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")
-        .map_err(backend)?
-        .execute(params![pk, sk])
-        .map_err(backend)?;
+        .prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
+        .execute(params![pk, sk])?;
     Ok(())
 }
 
 /// Applies the actions inside one IMMEDIATE transaction: every condition is checked before any write.
 fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError> {
-    let transaction = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)?;
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if !apply_within(&transaction, ops)? {
         return Err(StoreError::ConditionFailed);
     }
-    transaction.commit().map_err(backend)
+    Ok(transaction.commit()?)
 }
 
 /// Applies each group in turn inside one transaction (one commit for all of them); a group
@@ -260,14 +262,12 @@ fn apply_each(
     connection: &mut Connection,
     groups: &[Vec<WriteOp>],
 ) -> Result<Vec<bool>, StoreError> {
-    let transaction = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)?;
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let applied = groups
         .iter()
         .map(|ops| apply_within(&transaction, ops))
         .collect::<Result<Vec<_>, _>>()?;
-    transaction.commit().map_err(backend)?;
+    transaction.commit()?;
     Ok(applied)
 }
 
@@ -300,7 +300,9 @@ fn apply_within(connection: &Connection, ops: &[WriteOp]) -> Result<bool, StoreE
 #[async_trait]
 impl Store for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        self.read(|connection| get_live(connection, pk, sk))
+        let (pk, sk) = (pk.to_owned(), sk.to_owned());
+        self.read(move |connection| get_live(connection, &pk, &sk))
+            .await
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
@@ -318,7 +320,9 @@ impl Store for SqliteStore {
     }
 
     async fn query(&self, partition: &str, options: QueryOptions) -> Result<Page, StoreError> {
-        self.read(|connection| query_page(connection, partition, &options))
+        let partition = partition.to_owned();
+        self.read(move |connection| query_page(connection, &partition, &options))
+            .await
     }
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
@@ -387,13 +391,11 @@ fn query_page(
     if let Some(limit) = options.limit {
         sql.push_str(&format!(" LIMIT {}", limit + 1));
     }
-    let mut statement = connection.prepare_cached(&sql).map_err(backend)?;
-    let rows = statement
-        .query_map(rusqlite::params_from_iter(values), read_item)
-        .map_err(backend)?;
+    let mut statement = connection.prepare_cached(&sql)?;
+    let rows = statement.query_map(rusqlite::params_from_iter(values), read_item)?;
     let mut items = Vec::new();
     for row in rows {
-        items.push(decode(row.map_err(backend)?)?);
+        items.push(decode(row?)?);
     }
     Ok(Page::from_overfetched(items, options))
 }
