@@ -1,4 +1,12 @@
 //! Every non-2xx answer is `{"type","code","detail","attr"}`, as PostHog's drf-exceptions-hog renders it.
+//!
+//! A 5xx is logged exactly once, when it becomes a response (inside the request's span, so the line
+//! carries the request id, method and route), with its whole chain of causes. Constructors never
+//! log: an error that is mapped or retried before it reaches a response is not noise in the log.
+
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -26,15 +34,32 @@ pub struct ErrorBody {
     pub attr: Option<String>,
 }
 
+/// What went wrong on our side behind an error answer: for the log, never for the body.
+pub type Cause = Arc<dyn Error + Send + Sync>;
+
 /// An error that knows its HTTP status and its PostHog-shaped body.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{status} {}: {}", body.code, body.detail)]
 pub struct ApiError {
     pub status: StatusCode,
     pub body: ErrorBody,
     /// Seconds for a `Retry-After` header (throttling).
     pub retry_after: Option<u64>,
+    /// The typed cause (shared, so the error stays `Clone`).
+    #[source]
+    cause: Option<Cause>,
 }
+
+/// Two errors are equal when they answer the same; the cause is not part of the answer.
+impl PartialEq for ApiError {
+    fn eq(&self, other: &Self) -> bool {
+        self.status == other.status
+            && self.body == other.body
+            && self.retry_after == other.retry_after
+    }
+}
+
+impl Eq for ApiError {}
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
@@ -49,7 +74,20 @@ impl ApiError {
                 attr: None,
             },
             retry_after: None,
+            cause: None,
         }
+    }
+
+    /// Keeps `cause` for the log (a 5xx logs it with its own sources when it is answered).
+    pub fn with_source(mut self, cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        self.cause = Some(Arc::from(cause.into()));
+        self
+    }
+
+    /// [`Self::with_source`] for a cause that is already shared.
+    pub fn with_shared_source(mut self, cause: Cause) -> Self {
+        self.cause = Some(cause);
+        self
     }
 
     pub fn with_attr(mut self, attr: impl Into<String>) -> Self {
@@ -195,20 +233,21 @@ impl ApiError {
         error
     }
 
-    /// 500 whose detail never carries internals; the cause goes to the log.
-    pub fn internal(cause: impl std::fmt::Display) -> Self {
-        tracing::error!(%cause, "internal error");
+    /// 500 whose detail never carries internals. `cause` (a typed error, whose sources are kept,
+    /// or a message) goes to the log when the response is made.
+    pub fn internal(cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorType::ServerError,
             "error",
             "A server error occurred.",
         )
+        .with_source(cause)
     }
-}
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+    /// The response without logging: for a failure that was already logged where it happened
+    /// (a panic, by the panic hook).
+    pub(crate) fn into_response_unlogged(self) -> Response {
         let mut response = (self.status, axum::Json(&self.body)).into_response();
         if let Some(seconds) = self.retry_after {
             response
@@ -216,6 +255,45 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
+    }
+
+    /// The one log line of a 5xx: status, code and the cause chain (the detail when there is no
+    /// cause). Method, route and request id come from the request's span.
+    fn log(&self) {
+        let cause = match &self.cause {
+            Some(cause) => Chain(cause.as_ref()).to_string(),
+            None => self.body.detail.clone(),
+        };
+        tracing::error!(
+            status = self.status.as_u16(),
+            code = %self.body.code,
+            %cause,
+            "server error"
+        );
+    }
+}
+
+/// An error and its sources on one line, `outer: inner: root`.
+pub struct Chain<'a>(pub &'a (dyn Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            self.log();
+        }
+        self.into_response_unlogged()
     }
 }
 
@@ -228,5 +306,29 @@ impl From<StoreError> for ApiError {
             StoreError::InvalidCursor => Self::validation("cursor", "Invalid cursor."),
             other => Self::internal(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot save")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn an_internal_error_keeps_its_causes_and_shows_none() {
+        let error = ApiError::internal(Outer(std::io::Error::other("disk full")));
+        assert_eq!(error.body.detail, "A server error occurred.");
+        let source = error.source().expect("the cause is kept");
+        assert_eq!(Chain(source).to_string(), "cannot save: disk full");
+        assert_eq!(
+            Chain(&error).to_string(),
+            "500 Internal Server Error error: A server error occurred.: cannot save: disk full"
+        );
+        // Equal answers are equal errors, whatever caused them.
+        assert_eq!(error, ApiError::internal("something else"));
+        assert_ne!(error, ApiError::not_found());
     }
 }

@@ -1,17 +1,22 @@
-//! axum glue shared by every route family: the JSON extractor, fallbacks, panic guard and health.
+//! axum glue shared by every route family: the JSON extractor, fallbacks, panic guard, health,
+//! request ids and tracing.
 
 use std::any::Any;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request};
+use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Request};
 use axum::http::{Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::de::DeserializeOwned;
 use tower::Layer;
+use tower_http::LatencyUnit;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::{Level, Span};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -122,6 +127,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+/// The header that carries a request's id, in and out.
+pub const REQUEST_ID: &str = "x-request-id";
+
 /// The configured body limit, so the 413 can say it.
 #[derive(Debug, Clone, Copy)]
 struct BodyLimit(usize);
@@ -141,8 +149,45 @@ pub fn finish(routes: Router<AppState>, state: AppState) -> App {
         .layer(axum::Extension(BodyLimit(limit)))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(crate::cors::layer(&state.config.cors_origins))
+        // Outermost, so preflights and fallbacks are traced too: an id on every request (the
+        // caller's `x-request-id` if it sent one), a span per request that every log line inside
+        // it carries, and the id echoed on the response.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(
+                    DefaultOnResponse::new()
+                        .level(Level::INFO)
+                        .latency_unit(LatencyUnit::Millis),
+                )
+                // A 5xx is logged once, by the ApiError that makes it, with its cause.
+                .on_failure(()),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state);
     NormalizePathLayer::trim_trailing_slash().layer(router)
+}
+
+/// The span of one request: its id, method and matched route (empty for a fallback).
+///
+/// At ERROR level so that no filter that keeps a request's error lines drops their context.
+fn request_span(request: &Request) -> Span {
+    let id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    tracing::error_span!(
+        "request",
+        request_id = %id,
+        method = %request.method(),
+        route,
+    )
 }
 
 /// Rejections axum produces itself (a path segment that is not UTF-8, a malformed query string)
@@ -197,7 +242,9 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
         .map(String::as_str)
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("unknown panic");
-    ApiError::internal(format!("handler panicked: {message}")).into_response()
+    // The panic itself was logged where it happened (the hook `telemetry` installs, or Rust's
+    // default one), with its location and inside the request's span: not again here.
+    ApiError::internal(format!("handler panicked: {message}")).into_response_unlogged()
 }
 
 #[cfg(test)]

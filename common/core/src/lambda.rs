@@ -3,13 +3,13 @@
 use std::convert::Infallible;
 
 use axum::Router;
-use axum::http::Uri;
+use axum::http::{HeaderValue, Uri};
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 use tower::ServiceExt;
 
 use crate::config::Config;
-use crate::http::finish;
+use crate::http::{REQUEST_ID, finish};
 use crate::state::AppState;
 
 /// Runs a route family under `lambda_http`.
@@ -20,7 +20,7 @@ pub async fn run(routes: fn() -> Router<AppState>) -> Result<(), lambda_http::Er
     let app = finish(routes(), state);
     lambda_http::run(tower::service_fn(move |request: Request| {
         let app = app.clone();
-        async move { app.oneshot(strip_stage(request)).await }
+        async move { app.oneshot(gateway_request_id(strip_stage(request))).await }
     }))
     .await
 }
@@ -55,5 +55,70 @@ pub fn strip_stage(mut request: Request) -> Request {
     request
 }
 
+/// API Gateway's own id for the request becomes its `x-request-id` (replacing any the caller
+/// sent), so our log lines, the response and API Gateway's access log name the request alike.
+/// Without one, `common::http` keeps the caller's or makes one.
+pub fn gateway_request_id(mut request: Request) -> Request {
+    let id = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.request_id.as_deref(),
+        _ => None,
+    };
+    let Some(value) = id
+        .filter(|id| !id.is_empty())
+        .and_then(|id| HeaderValue::from_str(id).ok())
+    else {
+        return request;
+    };
+    request.headers_mut().insert(REQUEST_ID, value);
+    request
+}
+
 /// The `Infallible` error of an axum router, for callers that need a concrete type.
 pub type RouterError = Infallible;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVENT: &str = include_str!("../../../events/users/get-me.json");
+
+    fn header(request: &Request) -> Option<&str> {
+        request
+            .headers()
+            .get(REQUEST_ID)
+            .and_then(|value| value.to_str().ok())
+    }
+
+    #[test]
+    fn api_gateway_request_id_names_the_request() {
+        let request = lambda_http::request::from_str(EVENT).expect("sample event");
+        assert_eq!(header(&request), None);
+        let request = gateway_request_id(request);
+        assert_eq!(
+            header(&request),
+            Some("c6af9ac6-7b61-11e6-9a41-93e8deadbeef")
+        );
+
+        // API Gateway's id wins over one the caller made up.
+        let mut event: serde_json::Value = serde_json::from_str(EVENT).expect("json");
+        event["headers"]["x-request-id"] = "from-the-client".into();
+        let request = lambda_http::request::from_str(&event.to_string()).expect("sample event");
+        assert_eq!(header(&request), Some("from-the-client"));
+        let request = gateway_request_id(request);
+        assert_eq!(
+            header(&request),
+            Some("c6af9ac6-7b61-11e6-9a41-93e8deadbeef")
+        );
+
+        // Without one, the caller's stays (and `common::http` makes one when there is none).
+        event["requestContext"]
+            .as_object_mut()
+            .expect("context")
+            .remove("requestId");
+        let request = lambda_http::request::from_str(&event.to_string()).expect("sample event");
+        assert_eq!(
+            header(&gateway_request_id(request)),
+            Some("from-the-client")
+        );
+    }
+}
