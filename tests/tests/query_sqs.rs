@@ -5,21 +5,19 @@
 use std::sync::Arc;
 
 use api_tests::World;
+use aws_lambda_events::event::sqs::SqsEvent;
 use axum::http::{Method, StatusCode};
-use common::testing::{TestState, emulator_endpoint};
+use common::jobs::{JobRun, RunStatus};
+use common::testing::{TestState, emulator_aws, emulator_endpoint};
 use serde_json::{Value, json};
+use worker::{WorkerEvent, WorkerResponse};
 
 #[tokio::test]
 async fn async_queries_go_through_sqs_to_the_worker() {
     let (Some(mut cloud), Some(endpoint)) = (TestState::cloud().await, emulator_endpoint()) else {
         return; // no emulator: nothing to run against
     };
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(&endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let sqs = aws_sdk_sqs::Client::new(&emulator_aws(&endpoint).await);
     let queue = sqs
         .create_queue()
         .queue_name(format!("query-jobs-{}", uuid::Uuid::new_v4().simple()))
@@ -32,6 +30,8 @@ async fn async_queries_go_through_sqs_to_the_worker() {
     config.query.job_queue_url = Some(queue.clone());
     config.aws_endpoint_url = Some(endpoint);
     cloud.state.config = Arc::new(config);
+    // As `AppState::from_config` does when `ANALYTICS_QUEUE_URL` is set.
+    cloud.state.sqs = Some(sqs.clone());
     let world = World::on(cloud).await;
     let team = world.bootstrap.project.id;
     let path = format!("/api/projects/{team}/query/");
@@ -66,13 +66,31 @@ async fn async_queries_go_through_sqs_to_the_worker() {
     let records: Vec<Value> = received
         .messages()
         .iter()
-        .map(|message| json!({"eventSource": "aws:sqs", "body": message.body().unwrap_or("")}))
+        .map(|message| {
+            json!({"messageId": message.message_id(), "eventSource": "aws:sqs",
+                "body": message.body().unwrap_or("")})
+        })
         .collect();
     assert_eq!(records.len(), 1, "{records:?}");
-    let report = worker::handle(&world.backend.state, json!({"Records": records}))
+    let batch: SqsEvent = serde_json::from_value(json!({ "Records": records })).unwrap();
+    worker::register_jobs(&world.backend.state);
+    let response = worker::handle(&world.backend.state, WorkerEvent::Sqs(batch), None)
         .await
         .unwrap();
-    assert_eq!(report["queries"], json!(1), "{report}");
+    let WorkerResponse::Batch(response) = response else {
+        panic!("expected an SQS batch response, got {response:?}");
+    };
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let runs = JobRun::list(
+        world.backend.state.store.as_ref(),
+        Some(team),
+        Some("query"),
+        10,
+    )
+    .await
+    .unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].status, RunStatus::Succeeded, "{runs:?}");
 
     let (status, done) = world
         .get(&format!("{path}through-sqs/"), Some(world.admin_key()))

@@ -1,15 +1,16 @@
 //! Shared by every function: configuration, errors, auth, models, storage and HTTP helpers.
 
 pub mod auth;
+pub mod clock;
 pub mod config;
 pub mod cors;
 pub mod dates;
 pub mod error;
 pub mod http;
+pub mod jobs;
 pub mod lambda;
 pub mod mailer;
 pub mod models;
-pub mod nodes;
 pub mod objects;
 pub mod pagination;
 pub mod provisioning;
@@ -18,6 +19,7 @@ pub mod staging;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod throttle;
 

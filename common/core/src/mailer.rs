@@ -91,10 +91,10 @@ pub struct SesMailer {
 
 #[cfg(feature = "ses")]
 impl SesMailer {
-    pub async fn from_env(from: &str) -> Self {
-        let config = aws_config::load_from_env().await;
+    /// A client on the process's shared AWS configuration (`AppState::aws`).
+    pub fn new(aws: &aws_config::SdkConfig, from: &str) -> Self {
         Self {
-            client: aws_sdk_sesv2::Client::new(&config),
+            client: aws_sdk_sesv2::Client::new(aws),
             from: from.to_owned(),
         }
     }

@@ -65,6 +65,16 @@ pub async fn dynamo_store() -> Option<DynamoStore> {
     Some(store)
 }
 
+/// The AWS configuration of the emulator, with dummy credentials.
+pub async fn emulator_aws(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+        .load()
+        .await
+}
+
 fn emulator_config(endpoint: &str) -> Config {
     let bucket = std::env::var("ANALYTICS_TEST_BUCKET").unwrap_or_else(|_| "analytics-test".into());
     Config::from_lookup(|name| match name {
@@ -145,6 +155,12 @@ impl TestState {
                 objects,
                 secrets: Arc::new(crate::secrets::Secrets::random()),
                 mailer,
+                aws: Some(emulator_aws(&endpoint).await),
+                // Tests that queue through SQS create their queue and set the client.
+                sqs: None,
+                http: reqwest::Client::new(),
+                clock: Arc::new(crate::clock::SystemClock),
+                jobs: Arc::new(crate::jobs::Jobs::default()),
             },
             backend: TestBackend::Cloud,
             _dir: Some(dir),

@@ -10,6 +10,7 @@ pub mod filters;
 pub mod funnels;
 pub mod hogql_filters;
 pub mod math;
+pub mod nodes;
 pub mod retention;
 pub mod sql_text;
 pub mod trends;

@@ -84,9 +84,8 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
     let store = state.store.as_ref();
     let output = match command {
         AdminCommand::Init => {
-            if state.config.backend == Backend::Dynamodb {
-                DynamoStore::from_env(&state.config.table_name)
-                    .await
+            if let (Backend::Dynamodb, Some(aws)) = (state.config.backend, &state.aws) {
+                DynamoStore::from_sdk_config(aws, &state.config.table_name)
                     .create_table_if_missing()
                     .await?;
             }

@@ -6,8 +6,8 @@ use common::{ApiError, AppState};
 use engine::sql::{self, Bindings};
 use serde_json::{Value, json};
 
-use crate::request::SqlNode;
-use crate::runner::{self, Caller, Run};
+use query_service::runner::{self, Run};
+use query_service::{Caller, SqlNode};
 
 pub const MAX_PROMPT_CHARS: usize = 400;
 
@@ -20,13 +20,7 @@ query_log(event_date Date, query_id String, query String, query_start_time DateT
 name String, read_rows UInt64, result_rows UInt64, status String, exception String)";
 
 async fn top(state: &AppState, project: &Project, text: &str) -> Vec<String> {
-    let node = SqlNode {
-        text: text.into(),
-        name: None,
-        bindings: Bindings::default(),
-        structured: None,
-        filters: None,
-    };
+    let node = SqlNode::sql(text, Bindings::default());
     let caller = Caller::default();
     let run = Run {
         state,
@@ -106,7 +100,8 @@ Answer with the query only, no explanation.\nTables:\n{TABLES}\nTop events: {}\n
         "temperature": 0,
     });
     let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-    let mut request = reqwest::Client::new()
+    let mut request = state
+        .http
         .post(url)
         .header("content-type", "application/json")
         .body(body.to_string())

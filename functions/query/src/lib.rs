@@ -1,15 +1,10 @@
 //! Route family `query` (`/api/projects/:project_id/query/...`): run SQL-dialect nodes sync or
-//! async, poll and cancel async runs, read the query log, upgrade nodes, draft SQL.
+//! async, poll and cancel async runs, read the query log, upgrade nodes, draft SQL. The HTTP side
+//! only: running, caching, slots and async jobs are the `query-service` crate's.
 
-mod cache;
 mod draft;
-mod errors;
-pub mod jobs;
 mod request;
 mod routes;
-mod runner;
-mod slots;
-mod status;
 
 use axum::Router;
 use axum::routing::{get, post};

@@ -9,13 +9,11 @@ use common::{ApiError, ApiResult, AppState, Authenticated};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use query_service::runner::{self, Run};
+use query_service::{Answer, Caller, QueryStatus, Request, SqlNode, api_error};
+
 use crate::draft;
-use crate::errors::api_error;
-use crate::jobs;
-use crate::request::{Mode, QueryRequest};
-use crate::runner::{self, Caller, Run};
-use crate::slots;
-use crate::status::{Job, QueryStatus};
+use crate::request::QueryRequest;
 
 const QUERY_READ: Scope = Scope::read("query");
 
@@ -26,7 +24,7 @@ async fn project(state: &AppState, auth: &Authenticated, raw_id: &str) -> ApiRes
 /// The body's `query` node, migrated to the latest versions.
 fn upgraded_query(query: Option<Value>) -> ApiResult<Value> {
     match query {
-        Some(query @ Value::Object(_)) => common::nodes::upgrade(query).map_err(|error| {
+        Some(query @ Value::Object(_)) => insights::nodes::upgrade(query).map_err(|error| {
             let attr = error
                 .attr()
                 .map_or("query".into(), |a| format!("query.{a}"));
@@ -107,85 +105,31 @@ async fn execute(
         .clone()
         .unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string());
     let caller = Caller::of(auth);
-    if mode.is_async() {
-        // Checked now, so a bad query is a 400 here rather than a failed job later.
-        runner::check(project, &node).map_err(|e| api_error(&e))?;
-        // `async` (not `force_async`) answers a fresh cached result at once.
-        if !mode.forced()
-            && let Some(cached) = runner::cached(state, project, &node).await
-        {
-            return Ok(axum::Json(cached).into_response());
-        }
-        let longest = chrono::Duration::from_std(state.config.query.timeout)
-            .unwrap_or(chrono::Duration::minutes(10));
-        let status = QueryStatus::new(
-            project.id,
-            &query_id,
-            Job::new(&node, &caller, mode.forced()),
-            longest,
-        );
-        match status.create(state).await {
-            Ok(()) => {
-                jobs::enqueue(state, project.id, &query_id)
-                    .await
-                    .map_err(ApiError::internal)?;
-                let payload = status.payload(state).await;
-                return Ok((
-                    StatusCode::ACCEPTED,
-                    axum::Json(json!({"query_status": payload})),
-                )
-                    .into_response());
-            }
-            Err(common::store::StoreError::ConditionFailed) => {
-                // This client_query_id is known: answer with its status.
-                let existing = QueryStatus::load(state, project.id, &query_id)
-                    .await?
-                    .ok_or_else(|| ApiError::conflict("That query id is being reused."))?;
-                return Ok(status_response(state, &existing).await);
-            }
-            Err(other) => return Err(other.into()),
-        }
-    }
-    let Some(slot) = slots::acquire(state, project.id).await? else {
-        return Err(too_busy());
-    };
-    let outcome = runner::run(
-        Run {
-            state,
+    let answer = query_service::run(
+        state,
+        Request {
             project,
             query_id: &query_id,
             node: &node,
             caller: &caller,
-            force: mode == Mode::ForceBlocking,
+            mode,
             endpoint: "",
-            log: true,
         },
-        std::future::pending(),
     )
-    .await;
-    slot.release().await;
-    Ok(axum::Json(outcome.map_err(|e| api_error(&e))?).into_response())
-}
-
-fn too_busy() -> ApiError {
-    let mut error = ApiError::throttled(1);
-    error.body.detail =
-        "Too many queries are running for this project at once. Try again in a moment.".into();
-    error
+    .await?;
+    Ok(match answer {
+        Answer::Done(response) => axum::Json(response).into_response(),
+        Answer::Status(status) => status_response(state, &status).await,
+    })
 }
 
 async fn status_response(state: &AppState, status: &QueryStatus) -> Response {
-    let code = if !status.complete {
-        StatusCode::ACCEPTED
-    } else if status.error && status.error_message.is_some() {
-        StatusCode::BAD_REQUEST
-    } else if status.error {
-        StatusCode::INTERNAL_SERVER_ERROR
-    } else {
-        StatusCode::OK
-    };
     let payload = status.payload(state).await;
-    (code, axum::Json(json!({"query_status": payload}))).into_response()
+    (
+        status.http_status(),
+        axum::Json(json!({"query_status": payload})),
+    )
+        .into_response()
 }
 
 async fn load_status(state: &AppState, project: &Project, id: &str) -> ApiResult<QueryStatus> {
@@ -234,17 +178,13 @@ pub async fn log(
     let project = project(&state, &auth, &project_id).await?;
     let mut values = serde_json::Map::new();
     values.insert("client_query_id".into(), Value::String(id.clone()));
-    let node = crate::request::SqlNode {
-        text: "select * from query_log where query_id = {client_query_id} and event_date >= yesterday() order by query_start_time".into(),
-        name: None,
-        bindings: engine::sql::Bindings {
+    let node = SqlNode::sql(
+        "select * from query_log where query_id = {client_query_id} and event_date >= yesterday() order by query_start_time",
+        engine::sql::Bindings {
             values,
-            variables: Default::default(),
             ..Default::default()
         },
-        structured: None,
-        filters: None,
-    };
+    );
     let caller = Caller::of(&auth);
     let mut response = runner::run(
         Run {

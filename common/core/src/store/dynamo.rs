@@ -42,10 +42,9 @@ impl DynamoStore {
         }
     }
 
-    /// A client from the standard AWS environment (region, credentials, `AWS_ENDPOINT_URL`).
-    pub async fn from_env(table: impl Into<String>) -> Self {
-        let config = aws_config::load_from_env().await;
-        Self::new(Client::new(&config), table)
+    /// A client on the process's shared AWS configuration (`AppState::aws`).
+    pub fn from_sdk_config(aws: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
+        Self::new(Client::new(aws), table)
     }
 
     /// Caps every DynamoDB request at `items`, so tests can force many pages per query.

@@ -13,25 +13,7 @@ use serde_json::{Value, json};
 
 use crate::cache;
 use crate::errors::log_exception;
-use crate::request::SqlNode;
-
-/// Who asked, for the query log.
-#[derive(Debug, Clone, Default)]
-pub struct Caller {
-    pub user: Option<String>,
-    pub api_key_label: Option<String>,
-    pub api_key_mask: Option<String>,
-}
-
-impl Caller {
-    pub fn of(auth: &common::Authenticated) -> Self {
-        Self {
-            user: Some(auth.user.uuid.to_string()),
-            api_key_label: Some(auth.key.label.clone()),
-            api_key_mask: Some(auth.key.mask_value.clone()),
-        }
-    }
-}
+use crate::{Caller, SqlNode};
 
 pub struct Run<'a> {
     pub state: &'a AppState,

@@ -2,6 +2,7 @@
 //! ends), so any instance can answer a poll or a cancel. Results live in object storage (an item
 //! is limited in size); the status names them.
 
+use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use common::AppState;
 use common::store::{self, Condition, Item, StoreError};
@@ -10,8 +11,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::request::SqlNode;
-use crate::runner::Caller;
+use crate::{Caller, SqlNode};
 
 /// How long a finished status stays readable.
 const KEEP_MINUTES: i64 = 20;
@@ -180,6 +180,20 @@ impl QueryStatus {
             change,
         )
         .await
+    }
+
+    /// PostHog's answer code for this status: 202 running, 200 done, 400 failed with a message
+    /// for the caller, 500 failed without one.
+    pub fn http_status(&self) -> StatusCode {
+        if !self.complete {
+            StatusCode::ACCEPTED
+        } else if self.error && self.error_message.is_some() {
+            StatusCode::BAD_REQUEST
+        } else if self.error {
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            StatusCode::OK
+        }
     }
 
     /// The status as PostHog answers it, results included when finished.

@@ -28,7 +28,7 @@ pub fn api_error(error: &QueryError) -> ApiError {
             "query_cancelled",
             error.to_string(),
         ),
-        QueryError::Internal(cause) => ApiError::internal(cause),
+        QueryError::Internal(cause) => ApiError::internal(cause.clone()),
     }
 }
 

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use common::nodes::migrations::{
+use insights::nodes::migrations::{
     self, DataVisualizationPieShowTotal, EntityNodeKind, RetentionQueryShowMean,
     StickinessHiddenLegendIndexes, TrendsResultCustomizationsCompare,
     TrendsResultCustomizationsHomogeneous,
 };
-use common::nodes::{
+use insights::nodes::{
     Migration, Node, Registry, UpgradeError, latest_version, latest_versions, upgrade,
 };
 use serde_json::{Value, json};

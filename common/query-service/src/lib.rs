@@ -1,0 +1,27 @@
+//! The query service: what the query, endpoints, experiments and surveys families and the worker
+//! call to run a query node for a project. One pipeline, walked once per request: the node
+//! ([`SqlNode`], structured kinds compiled by `insights`) is prepared by the engine, served from
+//! the cache when fresh, else run under the project's slot bound and the configured limits, logged
+//! (`query_log`), and shaped as PostHog answers it. Async runs are jobs ([`jobs`]) with their
+//! status in the Store ([`QueryStatus`]), so any instance answers a poll or a cancel.
+//!
+//! - [`run`]: a request in any execution [`Mode`], answered now or queued;
+//! - [`runner::run`]: one execution, no slot, no queue (the worker, the service's own reads);
+//! - [`jobs::enqueue`] / [`jobs::run_job`]: an async run, queued and picked up;
+//! - [`api_error`]: an engine error as PostHog answers it.
+
+mod cache;
+mod caller;
+pub mod errors;
+mod execute;
+pub mod jobs;
+pub mod node;
+pub mod runner;
+pub mod slots;
+pub mod status;
+
+pub use caller::Caller;
+pub use errors::api_error;
+pub use execute::{Answer, Mode, Request, ServiceError, run};
+pub use node::{Overrides, SqlNode};
+pub use status::QueryStatus;
