@@ -43,7 +43,7 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
     };
     let (table, dedupe) = crate::dedupe::deduplicate(table).await?;
     report.rows_deduplicated = dedupe.rows_removed;
-    let made_before = chrono::Utc::now() - chrono::Duration::minutes(OVERRIDE_GRACE_MINUTES);
+    let made_before = state.clock.now() - chrono::Duration::minutes(OVERRIDE_GRACE_MINUTES);
     let (table, squash) =
         crate::squash::squash_overrides(state, team_id, table, made_before).await?;
     report.overrides_squashed = squash.overrides_squashed;
@@ -65,13 +65,18 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
 }
 
 /// Every project that has a table (or staged events on their way to one).
-pub async fn compact_all(state: &AppState) -> Result<Vec<CompactionReport>, CommitError> {
+pub async fn teams_to_compact(state: &AppState) -> Result<Vec<i64>, CommitError> {
     let mut teams = lake::teams_with_tables(state).await?;
     teams.extend(teams_with_staging(state.objects.as_ref()).await?);
     teams.sort_unstable();
     teams.dedup();
+    Ok(teams)
+}
+
+/// Compacts every project, one after another.
+pub async fn compact_all(state: &AppState) -> Result<Vec<CompactionReport>, CommitError> {
     let mut reports = Vec::new();
-    for team_id in teams {
+    for team_id in teams_to_compact(state).await? {
         reports.push(compact_team(state, team_id).await?);
     }
     Ok(reports)

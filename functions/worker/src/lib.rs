@@ -1,125 +1,149 @@
-//! The `worker` function: S3 notifications of new staging objects arrive through SQS and name the
-//! projects to commit; a scheduled event (or anything else) commits every project with work.
+//! The `worker` function: commits staged capture batches (S3 notifications through the commit
+//! queue), runs queued jobs (the job queue) and starts scheduled jobs (EventBridge), answering
+//! SQS with the messages that failed so only those are delivered again.
 
-use std::collections::BTreeSet;
+pub mod event;
 
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use common::AppState;
-use object_store::path::Path;
-use serde_json::{Value, json};
+use common::jobs::{JobError, JobRun};
+use lambda_runtime::LambdaEvent;
+use serde::Serialize;
+use tokio::time::Instant;
 
-/// An SQS record's body as JSON (`Null` when it is not JSON).
-fn message_body(record: &Value) -> Value {
-    record["body"]
-        .as_str()
-        .and_then(|body| serde_json::from_str::<Value>(body).ok())
-        .unwrap_or(Value::Null)
+pub use event::{Message, WorkerEvent, parse_message};
+
+/// A job is not started with less time than this left in the invocation: it goes back to the
+/// queue for another invocation instead of being cut off half way.
+const JOB_START_MARGIN: Duration = Duration::from_secs(5);
+
+/// Every job the worker can run.
+pub fn register_jobs(state: &AppState) {
+    engine::jobs::register(state);
+    query_service::jobs::register(state);
 }
 
-/// Projects named by the staging objects in an SQS batch of S3 notifications (or direct S3 events).
-pub fn teams_in(event: &Value) -> BTreeSet<i64> {
-    let mut teams = BTreeSet::new();
-    for record in event["Records"].as_array().into_iter().flatten() {
-        let notifications = if record["eventSource"] == "aws:sqs" {
-            message_body(record)
-        } else {
-            json!({ "Records": [record] })
-        };
-        for notification in notifications["Records"].as_array().into_iter().flatten() {
-            let Some(key) = notification["s3"]["object"]["key"].as_str() else {
-                continue;
-            };
-            // S3 form-encodes keys in notifications (`team_id%3D1`, `+` for spaces).
-            let key: String = form_urlencoded::parse(format!("k={key}").as_bytes())
-                .next()
-                .map(|(_, value)| value.into_owned())
-                .unwrap_or_default();
-            if let Some(team) = common::staging::team_of(&Path::from(key)) {
-                teams.insert(team);
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum WorkerResponse {
+    /// For SQS with `ReportBatchItemFailures`: the messages to deliver again.
+    Batch(SqsBatchResponse),
+    /// A scheduled run's record.
+    Scheduled(Box<JobRun>),
+}
+
+/// The Lambda entry's handler, deadline from the invocation's context.
+pub async fn function_handler(
+    state: &AppState,
+    event: LambdaEvent<WorkerEvent>,
+) -> Result<WorkerResponse, JobError> {
+    let deadline = deadline_of(event.context.deadline);
+    handle(state, event.payload, Some(deadline)).await
+}
+
+/// `deadline_ms` is wall-clock milliseconds since the epoch, as Lambda gives it.
+fn deadline_of(deadline_ms: u64) -> Instant {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|since| since.as_millis() as u64)
+        .unwrap_or(0);
+    Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+}
+
+pub async fn handle(
+    state: &AppState,
+    event: WorkerEvent,
+    deadline: Option<Instant>,
+) -> Result<WorkerResponse, JobError> {
+    match event {
+        WorkerEvent::Scheduled(scheduled) => {
+            let run = state.jobs.run_scheduled(state, scheduled, deadline).await?;
+            tracing::info!(job = %run.job, run = %run.id, status = ?run.status, "scheduled run");
+            Ok(WorkerResponse::Scheduled(Box::new(run)))
+        }
+        WorkerEvent::Sqs(batch) => Ok(WorkerResponse::Batch(
+            handle_batch(state, batch, deadline).await,
+        )),
+    }
+}
+
+/// Commits first, then jobs, so a batch's slow jobs never hold its commits back; a message that
+/// cannot be read, a commit that fails or a job that cannot be run or recorded fails alone.
+pub async fn handle_batch(
+    state: &AppState,
+    batch: SqsEvent,
+    deadline: Option<Instant>,
+) -> SqsBatchResponse {
+    let mut failed: Vec<String> = Vec::new();
+    let mut commits: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    let mut jobs = Vec::new();
+    for record in batch.records {
+        let id = record.message_id.unwrap_or_default();
+        match parse_message(record.body.as_deref()) {
+            Ok(Message::Staged(teams)) => {
+                for team in teams {
+                    commits.entry(team).or_default().push(id.clone());
+                }
+            }
+            Ok(Message::Job(envelope)) => jobs.push((id, envelope)),
+            Ok(Message::S3Test) => {}
+            Err(error) => {
+                tracing::error!(message = %id, error = %error_chain(&error), "unreadable message");
+                failed.push(id);
             }
         }
     }
-    teams
-}
-
-/// Async queries named by SQS messages (`{"job": "query", "team_id", "query_id"}`).
-pub fn query_jobs_in(event: &Value) -> Vec<(i64, String)> {
-    let mut jobs = Vec::new();
-    for record in event["Records"].as_array().into_iter().flatten() {
-        let body = message_body(record);
-        if body["job"] == "query"
-            && let (Some(team), Some(id)) = (body["team_id"].as_i64(), body["query_id"].as_str())
-        {
-            jobs.push((team, id.to_owned()));
+    for (team, ids) in commits {
+        match engine::commit_team(state, team).await {
+            Ok(report) => tracing::info!(?report, "committed"),
+            Err(error) => {
+                tracing::error!(team, error = %error_chain(&error), "commit failed");
+                failed.extend(ids);
+            }
         }
     }
-    jobs
-}
-
-/// Runs the async queries the event names; commits what it names, or everything waiting. An
-/// error fails the invocation so SQS retries it (commits are idempotent) and, after repeated
-/// failures, parks it in the DLQ.
-pub async fn handle(
-    state: &AppState,
-    event: Value,
-) -> Result<Value, engine::committer::CommitError> {
-    let queries = query_jobs_in(&event);
-    for (team, id) in &queries {
-        query::jobs::run_job(state, *team, id).await;
-    }
-    let teams = teams_in(&event);
-    if !queries.is_empty() && teams.is_empty() {
-        return Ok(json!({ "queries": queries.len() }));
-    }
-    let reports = if teams.is_empty() {
-        engine::commit_all(state).await?
-    } else {
-        let mut reports = Vec::new();
-        for team in teams {
-            reports.push(engine::commit_team(state, team).await?);
+    for (id, envelope) in jobs {
+        let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|left| left < JOB_START_MARGIN) {
+            tracing::warn!(message = %id, job = %envelope.job, "no time left in this invocation; the job goes back to the queue");
+            failed.push(id);
+            continue;
         }
-        reports
-    };
-    let summary: Vec<Value> = reports
-        .iter()
-        .map(|r| json!({"team_id": r.team_id, "batches": r.batches, "events": r.events, "recovered": r.recovered, "rejected": r.rejected, "version": r.version}))
+        let job = envelope.job.clone();
+        match state.jobs.execute(state, envelope, deadline).await {
+            Ok(run) => {
+                tracing::info!(%job, run = %run.id, status = ?run.status, attempts = run.attempts, "job run")
+            }
+            Err(error) => {
+                tracing::error!(message = %id, %job, error = %error_chain(&error), "job could not run");
+                failed.push(id);
+            }
+        }
+    }
+    failed.sort_unstable();
+    failed.dedup();
+    let mut response = SqsBatchResponse::default();
+    response.batch_item_failures = failed
+        .into_iter()
+        .map(|id| {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            failure
+        })
         .collect();
-    tracing::info!(commits = ?summary, "worker run");
-    Ok(json!({ "commits": summary }))
+    response
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sqs_batches_of_s3_notifications_name_their_projects() {
-        let notification = json!({"Records": [
-            {"eventSource": "aws:s3", "s3": {"object": {"key": "staging/team_id%3D7/0192.ndjson.gz"}}},
-            {"eventSource": "aws:s3", "s3": {"object": {"key": "lake/team_id%3D9/x.parquet"}}}
-        ]});
-        let event = json!({"Records": [
-            {"eventSource": "aws:sqs", "body": notification.to_string()},
-            {"eventSource": "aws:sqs", "body": "{\"Event\": \"s3:TestEvent\"}"},
-            {"eventSource": "aws:sqs", "body": "not json"}
-        ]});
-        assert_eq!(teams_in(&event).into_iter().collect::<Vec<_>>(), vec![7]);
-        let direct = json!({"Records": [{"eventSource": "aws:s3", "s3": {"object": {"key": "staging/team_id=3/a.ndjson.gz"}}}]});
-        assert_eq!(teams_in(&direct).into_iter().collect::<Vec<_>>(), vec![3]);
-        assert!(
-            teams_in(&json!({"source": "aws.events", "detail-type": "Scheduled Event"})).is_empty()
-        );
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
     }
-
-    #[test]
-    fn the_sample_events_name_what_they_should() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../events/worker");
-        let read = |name: &str| -> Value {
-            serde_json::from_str(&std::fs::read_to_string(root.join(name)).unwrap()).unwrap()
-        };
-        let teams: Vec<i64> = teams_in(&read("sqs-staging-notification.json"))
-            .into_iter()
-            .collect();
-        assert_eq!(teams, vec![1]);
-        assert!(teams_in(&read("scheduled-sweep.json")).is_empty());
-    }
+    text
 }

@@ -372,9 +372,11 @@ mod tests {
         };
         let text = serde_json::to_string(&envelope).unwrap();
         assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), envelope);
-        let minimal: Envelope =
-            serde_json::from_str(&format!(r#"{{"job": "x", "run_id": "{}"}}"#, envelope.run_id))
-                .unwrap();
+        let minimal: Envelope = serde_json::from_str(&format!(
+            r#"{{"job": "x", "run_id": "{}"}}"#,
+            envelope.run_id
+        ))
+        .unwrap();
         assert_eq!((minimal.attempt, minimal.team_id), (1, None));
         assert!(serde_json::from_str::<Envelope>(r#"{"job": "x"}"#).is_err());
         assert!(serde_json::from_str::<ScheduledJob>(r#"{"job": "compact", "extra": 1}"#).is_err());

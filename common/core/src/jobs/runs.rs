@@ -163,7 +163,7 @@ impl JobRun {
             .map(Item::parse)
             .collect::<Result<Vec<Self>, _>>()?;
         // Across jobs the key order is by name first; newest first is what a reader wants.
-        runs.sort_by(|a, b| b.id.cmp(&a.id));
+        runs.sort_by_key(|run| std::cmp::Reverse(run.id));
         Ok(runs)
     }
 }
@@ -178,21 +178,16 @@ pub(super) async fn start(
     let key = RunKey::of(envelope.team_id, &envelope.job, envelope.run_id);
     let now = state.clock.now();
     let mut ended = false;
-    let updated = store::update(
-        state.store.as_ref(),
-        &key.pk,
-        &key.sk,
-        |mut run: JobRun| {
-            ended = run.status.is_final();
-            if !ended {
-                run.status = RunStatus::Running;
-                run.attempts = run.attempts.max(envelope.attempt);
-                run.started_at.get_or_insert(now);
-                run.next_attempt_at = None;
-            }
-            Ok(run)
-        },
-    )
+    let updated = store::update(state.store.as_ref(), &key.pk, &key.sk, |mut run: JobRun| {
+        ended = run.status.is_final();
+        if !ended {
+            run.status = RunStatus::Running;
+            run.attempts = run.attempts.max(envelope.attempt);
+            run.started_at.get_or_insert(now);
+            run.next_attempt_at = None;
+        }
+        Ok(run)
+    })
     .await;
     match updated {
         Ok(_) if ended => Ok(None),
@@ -220,7 +215,10 @@ pub(super) async fn start(
     }
 }
 
-pub(super) async fn load_envelope(state: &AppState, envelope: &Envelope) -> Result<JobRun, JobError> {
+pub(super) async fn load_envelope(
+    state: &AppState,
+    envelope: &Envelope,
+) -> Result<JobRun, JobError> {
     JobRun::load(
         state.store.as_ref(),
         envelope.team_id,
@@ -237,13 +235,15 @@ pub(super) async fn retrying(
     error: String,
     at: DateTime<Utc>,
 ) -> Result<JobRun, JobError> {
-    Ok(store::update(state.store.as_ref(), &key.pk, &key.sk, |mut run: JobRun| {
-        run.status = RunStatus::Retrying;
-        run.error = Some(error.clone());
-        run.next_attempt_at = Some(at);
-        Ok(run)
-    })
-    .await?)
+    Ok(
+        store::update(state.store.as_ref(), &key.pk, &key.sk, |mut run: JobRun| {
+            run.status = RunStatus::Retrying;
+            run.error = Some(error.clone());
+            run.next_attempt_at = Some(at);
+            Ok(run)
+        })
+        .await?,
+    )
 }
 
 /// Records the end of a run: its output, or the error that ended it.
@@ -253,20 +253,22 @@ pub(super) async fn finish(
     outcome: Result<Value, String>,
 ) -> Result<JobRun, JobError> {
     let now = state.clock.now();
-    Ok(store::update(state.store.as_ref(), &key.pk, &key.sk, |mut run: JobRun| {
-        run.ended_at = Some(now);
-        run.next_attempt_at = None;
-        match &outcome {
-            Ok(output) => {
-                run.status = RunStatus::Succeeded;
-                run.output = Some(output.clone());
+    Ok(
+        store::update(state.store.as_ref(), &key.pk, &key.sk, |mut run: JobRun| {
+            run.ended_at = Some(now);
+            run.next_attempt_at = None;
+            match &outcome {
+                Ok(output) => {
+                    run.status = RunStatus::Succeeded;
+                    run.output = Some(output.clone());
+                }
+                Err(error) => {
+                    run.status = RunStatus::Failed;
+                    run.error = Some(error.clone());
+                }
             }
-            Err(error) => {
-                run.status = RunStatus::Failed;
-                run.error = Some(error.clone());
-            }
-        }
-        Ok(run)
-    })
-    .await?)
+            Ok(run)
+        })
+        .await?,
+    )
 }
