@@ -11,9 +11,10 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
-#[path = "bench_import.rs"]
+mod duckdb;
+mod generator;
 pub mod import;
-#[path = "bench_query.rs"]
+mod queries;
 pub mod query;
 
 #[derive(Debug, Subcommand)]

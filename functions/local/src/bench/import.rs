@@ -13,7 +13,7 @@ use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use super::query::Generator;
+use super::generator::Generator;
 
 /// Events generated at a time.
 const CHUNK: usize = 50_000;

@@ -1,0 +1,243 @@
+//! Our own scalar functions, where DataFusion has no function with ClickHouse's semantics:
+//! property access on JSON text, `JSONExtract*`, `dateDiff` (unit boundaries crossed), `length`
+//! of strings and arrays, and lenient date parsing (`toDate`/`toDateTime`, NULL on failure).
+//!
+//! One `HogqlFunction` per name ([`all`]) types its result and calls the family's code: `json`
+//! (properties, `JSONExtract*`, `JSONExtractKeys`), `dates` (parsing, `dateDiff`,
+//! `toStartOfWeek`), `intervals` (`toInterval*`, `dateAdd`/`dateSub`), `casts` (`toInt`,
+//! `toFloat`), `length` and `uniq` (the hash `uniq` counts).
+
+mod casts;
+mod dates;
+mod intervals;
+mod json;
+mod length;
+mod uniq;
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, IntervalUnit, TimeUnit};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+
+use casts::lenient_cast;
+use dates::{date_diff, start_of_week, to_date, to_datetime};
+use intervals::{date_add, interval, unit_argument};
+use json::{json, json_keys};
+use length::length;
+use uniq::uniq_hash;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Property,
+    JsonString,
+    JsonInt,
+    JsonFloat,
+    JsonBool,
+    JsonRaw,
+    JsonHas,
+    JsonLength,
+    JsonKeys,
+    DateDiff,
+    Length,
+    ToDate,
+    ToDateTime,
+    ToInt,
+    ToFloat,
+    UniqHash,
+    StartOfWeek,
+    Interval,
+    DateAdd,
+    DateSub,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct HogqlFunction {
+    name: &'static str,
+    kind: Kind,
+    signature: Signature,
+    /// The project's time zone (IANA name): naive date-time text is read in it, and the
+    /// date-times these functions make are typed in it.
+    zone: &'static str,
+}
+
+/// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
+pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
+    [
+        ("hogql_prop", Kind::Property),
+        ("hogql_json_string", Kind::JsonString),
+        ("hogql_json_int", Kind::JsonInt),
+        ("hogql_json_float", Kind::JsonFloat),
+        ("hogql_json_bool", Kind::JsonBool),
+        ("hogql_json_raw", Kind::JsonRaw),
+        ("hogql_json_has", Kind::JsonHas),
+        ("hogql_json_length", Kind::JsonLength),
+        ("hogql_json_keys", Kind::JsonKeys),
+        ("hogql_date_diff", Kind::DateDiff),
+        ("hogql_length", Kind::Length),
+        ("hogql_to_date", Kind::ToDate),
+        ("hogql_to_datetime", Kind::ToDateTime),
+        ("hogql_to_int", Kind::ToInt),
+        ("hogql_to_float", Kind::ToFloat),
+        ("hogql_uniq_hash", Kind::UniqHash),
+        ("hogql_start_of_week", Kind::StartOfWeek),
+        ("hogql_interval", Kind::Interval),
+        ("hogql_date_add", Kind::DateAdd),
+        ("hogql_date_sub", Kind::DateSub),
+    ]
+    .into_iter()
+    .map(|(name, kind)| {
+        ScalarUDF::new_from_impl(HogqlFunction {
+            name,
+            kind,
+            signature: Signature::variadic_any(Volatility::Immutable),
+            zone: zone.name(),
+        })
+    })
+    .collect()
+}
+
+impl HogqlFunction {
+    /// The zone `toDateTime` reads naive text in and types its result with: its constant second
+    /// argument, or the project's.
+    fn datetime_zone(&self, scalars: &[Option<&ScalarValue>]) -> Result<chrono_tz::Tz> {
+        match scalars.get(1) {
+            None => Ok(self.tz()),
+            Some(Some(
+                ScalarValue::Utf8(Some(name))
+                | ScalarValue::Utf8View(Some(name))
+                | ScalarValue::LargeUtf8(Some(name)),
+            )) => name
+                .parse()
+                .map_err(|_| DataFusionError::Plan(format!("Unknown time zone '{name}'"))),
+            Some(_) => plan_err!("toDateTime: the time zone must be a string constant"),
+        }
+    }
+
+    fn tz(&self) -> chrono_tz::Tz {
+        self.zone.parse().unwrap_or(chrono_tz::UTC)
+    }
+
+    fn data_type(&self, types: &[DataType], scalars: &[Option<&ScalarValue>]) -> Result<DataType> {
+        Ok(match self.kind {
+            Kind::Property | Kind::JsonString | Kind::JsonRaw => DataType::Utf8,
+            Kind::JsonInt | Kind::DateDiff => DataType::Int64,
+            Kind::JsonFloat => DataType::Float64,
+            Kind::JsonBool | Kind::JsonHas => DataType::Boolean,
+            Kind::JsonLength | Kind::Length | Kind::UniqHash => DataType::UInt64,
+            Kind::JsonKeys => DataType::List(Arc::new(
+                datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
+            )),
+            Kind::ToDate | Kind::StartOfWeek => DataType::Date32,
+            Kind::ToInt => DataType::Int64,
+            Kind::ToFloat => DataType::Float64,
+            Kind::ToDateTime => zoned(self.datetime_zone(scalars)?.name()),
+            Kind::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+            Kind::DateAdd | Kind::DateSub => {
+                let unit = unit_argument(scalars.get(2).copied().flatten(), self.name)?;
+                match types.first() {
+                    Some(DataType::Date32 | DataType::Date64) if unit.calendar() => {
+                        DataType::Date32
+                    }
+                    Some(DataType::Timestamp(_, zone)) => {
+                        DataType::Timestamp(TimeUnit::Microsecond, zone.clone())
+                    }
+                    Some(DataType::Interval(_) | DataType::Duration(_)) => {
+                        return plan_err!("Cannot add an interval to an interval");
+                    }
+                    _ => zoned(self.zone),
+                }
+            }
+        })
+    }
+}
+
+fn zoned(zone: &str) -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some(zone.into()))
+}
+
+impl ScalarUDFImpl for HogqlFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        self.data_type(arg_types, &[])
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<datafusion::arrow::datatypes::FieldRef> {
+        let types: Vec<DataType> = args
+            .arg_fields
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        let data_type = self.data_type(&types, args.scalar_arguments)?;
+        Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+            self.name, data_type, true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let zone = self.tz();
+        let result = match self.kind {
+            Kind::Property
+            | Kind::JsonString
+            | Kind::JsonInt
+            | Kind::JsonFloat
+            | Kind::JsonBool
+            | Kind::JsonRaw
+            | Kind::JsonHas
+            | Kind::JsonLength => json(self.kind, &args.args, rows)?,
+            Kind::JsonKeys => json_keys(&args.args, rows)?,
+            Kind::DateDiff => date_diff(&args.args, rows, zone)?,
+            Kind::Length => length(&args.args, rows)?,
+            Kind::ToDate => to_date(&args.args, rows, zone)?,
+            Kind::ToDateTime => {
+                let zone = match args.args.get(1) {
+                    Some(ColumnarValue::Scalar(scalar)) => {
+                        self.datetime_zone(&[None, Some(scalar)])?
+                    }
+                    Some(ColumnarValue::Array(_)) => {
+                        return exec_err!("toDateTime: the time zone must be a string constant");
+                    }
+                    None => zone,
+                };
+                to_datetime(&args.args[..1.min(args.args.len())], rows, zone)?
+            }
+            Kind::ToInt => lenient_cast(&args.args, rows, DataType::Int64)?,
+            Kind::ToFloat => lenient_cast(&args.args, rows, DataType::Float64)?,
+            Kind::UniqHash => uniq_hash(&args.args, rows)?,
+            Kind::StartOfWeek => start_of_week(&args.args, rows, zone)?,
+            Kind::Interval => interval(&args.args, rows)?,
+            Kind::DateAdd => date_add(&args.args, rows, zone, 1)?,
+            Kind::DateSub => date_add(&args.args, rows, zone, -1)?,
+        };
+        if all_scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(result))
+        }
+    }
+}
+
+fn argument<'a>(args: &'a [ColumnarValue], index: usize, name: &str) -> Result<&'a ColumnarValue> {
+    args.get(index).ok_or_else(|| {
+        DataFusionError::Execution(format!("{name}: missing argument {}", index + 1))
+    })
+}

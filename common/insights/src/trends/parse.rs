@@ -1,0 +1,403 @@
+//! Reading and checking a TrendsQuery node into a [`Plan`]: the series, breakdown, periods
+//! (with the compared one), formulas and the legacy `filter` echoed in every result.
+
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+
+use super::formula::Expression;
+use super::{
+    BREAKDOWN_NULL, Breakdown, CUMULATIVE_DISPLAY, DEFAULT_BREAKDOWN_LIMIT, Formula,
+    MAX_ACTIVE_USER_BUCKETS, MAX_BREAKDOWN_LIMIT, Period, Plan, Series, TOTAL_VALUE_DISPLAYS,
+};
+use crate::date_range::{self, Interval, Range};
+use crate::math::{self, Math};
+use crate::{Context, Invalid, filters, sql_text};
+
+impl Plan {
+    pub(super) fn parse(node: &Value, ctx: &Context) -> Result<Plan, Invalid> {
+        let interval = Interval::from_field(node.get("interval"), Interval::Day, "interval")?;
+        let date_range = node.get("dateRange");
+        let range = date_range::resolve(date_range, interval, ctx, "dateRange")?;
+        let explicit = date_range
+            .and_then(|range| range.get("explicitDate"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let from_all = range.from_all();
+
+        if !matches!(
+            node.get("aggregation_group_type_index"),
+            None | Some(Value::Null)
+        ) {
+            return Err(Invalid::new(
+                "aggregation_group_type_index",
+                "Aggregating by groups is not supported.",
+            ));
+        }
+        let series = parse_series(node.get("series"), ctx)?;
+        let node_condition = filters::expression(node.get("properties"), ctx, "properties")?;
+
+        let trends_filter = object_field(node, "trendsFilter")?;
+        let display = match trends_filter.and_then(|filter| filter.get("display")) {
+            None | Some(Value::Null) => "ActionsLineGraph",
+            Some(Value::String(display)) => display.as_str(),
+            Some(_) => {
+                return Err(Invalid::new(
+                    "trendsFilter.display",
+                    "display must be a string.",
+                ));
+            }
+        };
+        let total_value = TOTAL_VALUE_DISPLAYS.contains(&display);
+        let cumulative = display == CUMULATIVE_DISPLAY;
+        let formulas = parse_formulas(trends_filter, series.len())?;
+        let breakdown = parse_breakdown(object_field(node, "breakdownFilter")?, ctx)?;
+
+        let has_active_users = series
+            .iter()
+            .any(|series| matches!(series.math.math, Math::ActiveUsers { .. }));
+        if from_all && has_active_users && !total_value {
+            return Err(Invalid::new(
+                "dateRange.date_from",
+                "date_from all cannot be used with weekly_active or monthly_active math: give a start date.",
+            ));
+        }
+
+        let mut periods = vec![period(range, explicit, interval, ctx, None, from_all)?];
+        if let Some(compare) = object_field(node, "compareFilter")? {
+            let wanted = compare
+                .get("compare")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            // PostHog ignores compare for "all time".
+            if wanted && !from_all {
+                let previous = match compare.get("compare_to") {
+                    None | Some(Value::Null) => range.previous_period(interval, date_range, ctx),
+                    Some(Value::String(amount)) => {
+                        range.shifted_back(amount, ctx, "compareFilter.compare_to")?
+                    }
+                    Some(_) => {
+                        return Err(Invalid::new(
+                            "compareFilter.compare_to",
+                            "compare_to must be a string such as -1w.",
+                        ));
+                    }
+                };
+                periods[0].compare_label = Some("current");
+                periods.push(period(
+                    previous,
+                    explicit,
+                    interval,
+                    ctx,
+                    Some("previous"),
+                    false,
+                )?);
+            }
+        }
+        if has_active_users && !total_value {
+            for period in &periods {
+                if period
+                    .buckets
+                    .as_ref()
+                    .is_some_and(|buckets| buckets.len() > MAX_ACTIVE_USER_BUCKETS)
+                {
+                    return Err(Invalid::new(
+                        "interval",
+                        format!(
+                            "weekly/monthly active users are computed for at most {MAX_ACTIVE_USER_BUCKETS} buckets: use a larger interval or a shorter range."
+                        ),
+                    ));
+                }
+            }
+        }
+
+        let filter = legacy_filter(node, interval, &range, display, ctx);
+        Ok(Plan {
+            ctx: ctx.clone(),
+            interval,
+            series,
+            periods,
+            node_condition,
+            breakdown,
+            total_value,
+            cumulative,
+            formulas,
+            from_all,
+            filter,
+        })
+    }
+}
+
+fn period(
+    range: Range,
+    explicit: bool,
+    interval: Interval,
+    ctx: &Context,
+    compare_label: Option<&'static str>,
+    from_all: bool,
+) -> Result<Period, Invalid> {
+    let filter_from = if explicit || from_all {
+        range.from
+    } else {
+        date_range::bucket_start(range.from, interval, ctx).with_timezone(&Utc)
+    };
+    let buckets = if from_all {
+        None
+    } else {
+        Some(range.buckets(interval, ctx, "interval")?)
+    };
+    Ok(Period {
+        range,
+        filter_from,
+        buckets,
+        compare_label,
+    })
+}
+
+fn object_field<'a>(node: &'a Value, key: &str) -> Result<Option<&'a Value>, Invalid> {
+    match node.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value @ Value::Object(_)) => Ok(Some(value)),
+        Some(_) => Err(Invalid::new(key, format!("{key} must be an object."))),
+    }
+}
+
+fn parse_series(value: Option<&Value>, ctx: &Context) -> Result<Vec<Series>, Invalid> {
+    let items = match value {
+        Some(Value::Array(items)) if !items.is_empty() => items,
+        Some(Value::Array(_)) | None | Some(Value::Null) => {
+            return Err(Invalid::new("series", "A trend needs at least one series."));
+        }
+        Some(_) => return Err(Invalid::new("series", "series must be a list.")),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let attr = format!("series[{index}]");
+            if !item.is_object() {
+                return Err(Invalid::new(attr, "A series must be an object."));
+            }
+            match item.get("kind").and_then(Value::as_str) {
+                None | Some("EventsNode") => {}
+                Some(kind @ ("ActionsNode" | "DataWarehouseNode")) => {
+                    return Err(Invalid::new(
+                        format!("{attr}.kind"),
+                        format!("{kind} series are not supported: use EventsNode."),
+                    ));
+                }
+                Some(kind) => {
+                    return Err(Invalid::new(
+                        format!("{attr}.kind"),
+                        format!("Unknown series kind '{kind}'."),
+                    ));
+                }
+            }
+            let event = match item.get("event") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(event)) => Some(event.clone()),
+                Some(_) => {
+                    return Err(Invalid::new(
+                        format!("{attr}.event"),
+                        "event must be a string or null.",
+                    ));
+                }
+            };
+            let math = math::parse(item, ctx, &attr)?;
+            let mut conditions = Vec::new();
+            if let Some(event) = &event {
+                conditions.push(format!("event = {}", sql_text::string(event)));
+            }
+            for key in ["properties", "fixedProperties"] {
+                let condition = filters::expression(item.get(key), ctx, &format!("{attr}.{key}"))?;
+                if condition != "true" {
+                    conditions.push(format!("({condition})"));
+                }
+            }
+            let condition = if conditions.is_empty() {
+                "true".to_string()
+            } else {
+                conditions.join(" AND ")
+            };
+            let label = event.clone().unwrap_or_else(|| "All events".to_string());
+            let field = |key: &str| item.get(key).cloned().unwrap_or(Value::Null);
+            let mut action = Map::new();
+            action.insert(
+                "id".into(),
+                event.clone().map(Value::String).unwrap_or(Value::Null),
+            );
+            action.insert("type".into(), json!("events"));
+            action.insert("order".into(), json!(index));
+            action.insert("name".into(), Value::String(label.clone()));
+            for key in [
+                "custom_name",
+                "math",
+                "math_property",
+                "math_hogql",
+                "math_group_type_index",
+            ] {
+                action.insert(key.into(), field(key));
+            }
+            action.insert("properties".into(), json!({}));
+            Ok(Series {
+                math,
+                condition,
+                label,
+                action,
+            })
+        })
+        .collect()
+}
+
+fn parse_breakdown(filter: Option<&Value>, ctx: &Context) -> Result<Option<Breakdown>, Invalid> {
+    let Some(filter) = filter else {
+        return Ok(None);
+    };
+    // The newer multi-breakdown list, when it holds a single breakdown, is the same thing.
+    let (property, kind, attr) = match (filter.get("breakdown"), filter.get("breakdowns")) {
+        (Some(property), _) if !property.is_null() => (
+            property,
+            filter.get("breakdown_type").and_then(Value::as_str),
+            "breakdownFilter.breakdown",
+        ),
+        (_, Some(Value::Array(list))) if list.len() == 1 => (
+            list[0].get("property").unwrap_or(&Value::Null),
+            list[0].get("type").and_then(Value::as_str),
+            "breakdownFilter.breakdowns[0].property",
+        ),
+        (_, Some(Value::Array(list))) if list.len() > 1 => {
+            return Err(Invalid::new(
+                "breakdownFilter.breakdowns",
+                "Only one breakdown at a time is supported.",
+            ));
+        }
+        _ => return Ok(None),
+    };
+    let Value::String(property) = property else {
+        return Err(Invalid::new(attr, "The breakdown must be a property name."));
+    };
+    let value = match kind.unwrap_or("event") {
+        "event" => sql_text::property(property, false),
+        "person" => sql_text::property(property, true),
+        "hogql" => {
+            (ctx.check_expression)(property).map_err(|problem| Invalid::new(attr, problem))?;
+            format!("toString(({property}))")
+        }
+        other => {
+            return Err(Invalid::new(
+                "breakdownFilter.breakdown_type",
+                format!("breakdown_type {other} is not supported: use event, person or hogql."),
+            ));
+        }
+    };
+    let limit = match filter.get("breakdown_limit") {
+        None | Some(Value::Null) => DEFAULT_BREAKDOWN_LIMIT,
+        Some(value) => match value.as_u64() {
+            Some(limit) if (1..=MAX_BREAKDOWN_LIMIT).contains(&limit) => limit,
+            _ => {
+                return Err(Invalid::new(
+                    "breakdownFilter.breakdown_limit",
+                    format!(
+                        "breakdown_limit must be a whole number from 1 to {MAX_BREAKDOWN_LIMIT}."
+                    ),
+                ));
+            }
+        },
+    };
+    Ok(Some(Breakdown {
+        value: format!(
+            "ifNull(nullIf({value}, ''), {})",
+            sql_text::string(BREAKDOWN_NULL)
+        ),
+        limit,
+        hide_other: filter
+            .get("breakdown_hide_other_aggregation")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    }))
+}
+
+/// `trendsFilter.formulaNodes` (or `formulas`, or the deprecated `formula`).
+fn parse_formulas(
+    trends_filter: Option<&Value>,
+    series_count: usize,
+) -> Result<Vec<Formula>, Invalid> {
+    let Some(filter) = trends_filter else {
+        return Ok(Vec::new());
+    };
+    let mut sources: Vec<(String, Option<String>, String)> = Vec::new();
+    if let Some(Value::Array(nodes)) = filter.get("formulaNodes") {
+        for (index, node) in nodes.iter().enumerate() {
+            let attr = format!("trendsFilter.formulaNodes[{index}].formula");
+            let text = node
+                .get("formula")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Invalid::new(&attr, "A formula node needs a formula."))?;
+            let custom = node
+                .get("custom_name")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            sources.push((text.to_string(), custom, attr));
+        }
+    }
+    if sources.is_empty()
+        && let Some(Value::Array(list)) = filter.get("formulas")
+    {
+        for (index, item) in list.iter().enumerate() {
+            let attr = format!("trendsFilter.formulas[{index}]");
+            let text = item
+                .as_str()
+                .ok_or_else(|| Invalid::new(&attr, "A formula must be a string."))?;
+            sources.push((text.to_string(), None, attr));
+        }
+    }
+    if sources.is_empty()
+        && let Some(Value::String(text)) = filter.get("formula")
+    {
+        sources.push((text.clone(), None, "trendsFilter.formula".to_string()));
+    }
+    sources
+        .into_iter()
+        .filter(|(text, _, _)| !text.trim().is_empty())
+        .map(|(text, custom, attr)| {
+            let expression = Expression::parse(&text, series_count)
+                .map_err(|problem| Invalid::new(attr, problem))?;
+            let label = custom.unwrap_or_else(|| format!("Formula ({text})"));
+            Ok(Formula { expression, label })
+        })
+        .collect()
+}
+
+fn legacy_filter(
+    node: &Value,
+    interval: Interval,
+    range: &Range,
+    display: &str,
+    ctx: &Context,
+) -> Value {
+    let mut filter = Map::new();
+    filter.insert("insight".into(), json!("TRENDS"));
+    filter.insert("interval".into(), json!(interval.name()));
+    let date_from = if range.from_all() {
+        "all".to_string()
+    } else {
+        date_range::iso(range.from, ctx)
+    };
+    filter.insert("date_from".into(), json!(date_from));
+    filter.insert("date_to".into(), json!(date_range::iso(range.to, ctx)));
+    filter.insert("entity_type".into(), json!("events"));
+    filter.insert("display".into(), json!(display));
+    for (key, legacy) in [
+        ("properties", "properties"),
+        ("filterTestAccounts", "filter_test_accounts"),
+    ] {
+        if let Some(value) = node.get(key).filter(|value| !value.is_null()) {
+            filter.insert(legacy.into(), value.clone());
+        }
+    }
+    if let Some(Value::Object(breakdown)) = node.get("breakdownFilter") {
+        for (key, value) in breakdown.iter().filter(|(_, value)| !value.is_null()) {
+            filter.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(filter)
+}

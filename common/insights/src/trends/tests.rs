@@ -1,0 +1,280 @@
+use serde_json::{Value, json};
+
+use super::compile;
+use crate::{Context, Table};
+
+fn context() -> Context {
+    crate::testing::context(chrono_tz::America::New_York, "2024-06-01T12:00:00Z", 0)
+}
+
+fn node(extra: Value) -> Value {
+    let mut node = json!({
+        "kind": "TrendsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview"}],
+        "dateRange": {"date_from": "2024-03-09", "date_to": "2024-03-11"},
+    });
+    if let (Value::Object(node), Value::Object(extra)) = (&mut node, extra) {
+        node.extend(extra);
+    }
+    node
+}
+
+fn table(columns: &[&str], rows: Vec<Vec<Value>>) -> Table {
+    Table {
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        types: Vec::new(),
+        rows,
+    }
+}
+
+fn error_attr(node: Value) -> String {
+    match compile(&node, &context()) {
+        Ok(_) => panic!("compiled {node}"),
+        Err(invalid) => invalid.attr,
+    }
+}
+
+#[test]
+fn invalid_nodes_name_the_field() {
+    assert_eq!(error_attr(node(json!({"series": []}))), "series");
+    assert_eq!(
+        error_attr(node(json!({"series": [{"kind": "ActionsNode", "id": 3}]}))),
+        "series[0].kind"
+    );
+    assert_eq!(
+        error_attr(node(
+            json!({"series": [{"event": "a"}, {"event": "b", "math": "sum"}]})
+        )),
+        "series[1].math_property"
+    );
+    assert_eq!(
+        error_attr(node(json!({"series": [{"event": "a", "math": "wat"}]}))),
+        "series[0].math"
+    );
+    assert_eq!(
+        error_attr(node(json!({"interval": "fortnight"}))),
+        "interval"
+    );
+    assert_eq!(
+        error_attr(node(json!({"dateRange": {"date_from": "last tuesday"}}))),
+        "dateRange.date_from"
+    );
+    assert_eq!(
+        error_attr(node(json!({"trendsFilter": {"formula": "A + C"}}))),
+        "trendsFilter.formula"
+    );
+    assert_eq!(
+        error_attr(node(
+            json!({"trendsFilter": {"formulaNodes": [{"formula": "A +"}]}})
+        )),
+        "trendsFilter.formulaNodes[0].formula"
+    );
+    assert_eq!(
+        error_attr(node(
+            json!({"breakdownFilter": {"breakdown": "$browser", "breakdown_limit": 0}})
+        )),
+        "breakdownFilter.breakdown_limit"
+    );
+    assert_eq!(
+        error_attr(node(
+            json!({"breakdownFilter": {"breakdown": "x", "breakdown_type": "cohort"}})
+        )),
+        "breakdownFilter.breakdown_type"
+    );
+    assert_eq!(
+        error_attr(node(
+            json!({"compareFilter": {"compare": true, "compare_to": "later"}})
+        )),
+        "compareFilter.compare_to"
+    );
+}
+
+#[test]
+fn day_buckets_in_the_project_zone_are_zero_filled() {
+    let compiled = compile(&node(json!({})), &context()).expect("compiles");
+    assert_eq!(compiled.queries.len(), 1);
+    let query = &compiled.queries[0];
+    assert!(
+        query.contains("toStartOfDay(toTimeZone(timestamp, 'America/New_York')) AS bucket"),
+        "{query}"
+    );
+    assert!(
+        query.contains("timestamp >= toDateTime('2024-03-09 05:00:00.000000Z')"),
+        "{query}"
+    );
+    assert!(
+        query.contains("timestamp <= toDateTime('2024-03-12 03:59:59.999999Z')"),
+        "{query}"
+    );
+    assert!(query.contains("event = '$pageview'"), "{query}");
+    assert!(query.ends_with("LIMIT 50000"), "{query}");
+    let response = compiled
+        .assemble(vec![table(
+            &["bucket", "value"],
+            vec![vec![json!("2024-03-11T04:00:00+00:00"), json!(3)]],
+        )])
+        .expect("assembles");
+    let result = &response["results"][0];
+    assert_eq!(result["data"], json!([0, 0, 3]));
+    assert_eq!(
+        result["days"],
+        json!(["2024-03-09", "2024-03-10", "2024-03-11"])
+    );
+    assert_eq!(
+        result["labels"],
+        json!(["9-Mar-2024", "10-Mar-2024", "11-Mar-2024"])
+    );
+    assert_eq!(result["count"], json!(3.0));
+    assert_eq!(result["label"], json!("$pageview"));
+    assert_eq!(
+        result["action"]["days"][2],
+        json!("2024-03-11T00:00:00-04:00")
+    );
+    assert_eq!(response["hasMore"], json!(false));
+    assert_eq!(
+        response["resolved_date_range"],
+        json!({"date_from": "2024-03-09T00:00:00-05:00", "date_to": "2024-03-11T23:59:59.999999-04:00"})
+    );
+}
+
+#[test]
+fn breakdown_keeps_top_values_and_computes_other_in_sql() {
+    let compiled = compile(
+        &node(json!({"series": [{"event": "$pageview", "math": "dau"}], "breakdownFilter": {"breakdown": "$browser", "breakdown_limit": 2}})),
+        &context(),
+    )
+    .expect("compiles");
+    let query = &compiled.queries[0];
+    assert!(
+        query.contains("NOT IN (SELECT breakdown_value FROM"),
+        "{query}"
+    );
+    assert!(
+        query.contains("'$$_posthog_breakdown_other_$$' AS breakdown_value"),
+        "{query}"
+    );
+    assert!(query.contains("LIMIT 2)"), "{query}");
+    let day = |d: &str| json!(format!("2024-03-{d}T05:00:00+00:00"));
+    let rows = vec![
+        vec![day("09"), json!("Safari"), json!(1)],
+        vec![day("09"), json!("Chrome"), json!(2)],
+        vec![day("10"), json!("$$_posthog_breakdown_other_$$"), json!(4)],
+        vec![day("10"), json!("$$_posthog_breakdown_null_$$"), json!(1)],
+    ];
+    let response = compiled
+        .assemble(vec![table(&["bucket", "breakdown_value", "value"], rows)])
+        .expect("assembles");
+    let values: Vec<&Value> = response["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|result| &result["breakdown_value"])
+        .collect();
+    assert_eq!(
+        values,
+        [
+            &json!("Chrome"),
+            &json!("Safari"),
+            &json!("none"),
+            &json!("$$_posthog_breakdown_other_$$")
+        ]
+    );
+    assert_eq!(response["results"][0]["label"], json!("Chrome"));
+    assert_eq!(response["results"][3]["data"], json!([0, 4, 0]));
+    assert_eq!(response["hasMore"], json!(true));
+}
+
+#[test]
+fn total_value_and_cumulative_displays() {
+    let compiled = compile(
+        &node(json!({"trendsFilter": {"display": "BoldNumber"}})),
+        &context(),
+    )
+    .expect("compiles");
+    assert!(!compiled.queries[0].contains("bucket"));
+    let response = compiled
+        .assemble(vec![table(&["value"], vec![vec![json!(7)]])])
+        .expect("assembles");
+    assert_eq!(response["results"][0]["aggregated_value"], json!(7));
+    assert_eq!(response["results"][0]["data"], json!([]));
+
+    let compiled = compile(
+        &node(json!({"trendsFilter": {"display": "ActionsLineGraphCumulative"}, "series": [{"event": "a", "math_multiplier": 2}]})),
+        &context(),
+    )
+    .expect("compiles");
+    let day = |d: &str| json!(format!("2024-03-{d}T05:00:00+00:00"));
+    let rows = vec![vec![day("09"), json!(1)], vec![day("10"), json!(2)]];
+    let response = compiled
+        .assemble(vec![table(&["bucket", "value"], rows)])
+        .expect("assembles");
+    assert_eq!(response["results"][0]["data"], json!([2, 6, 6]));
+    assert_eq!(response["results"][0]["count"], json!(6.0));
+}
+
+#[test]
+fn formulas_combine_series_and_compare_adds_the_previous_period() {
+    let compiled = compile(
+        &node(json!({
+            "series": [{"event": "a"}, {"event": "b", "math": "sum", "math_property": "price"}],
+            "trendsFilter": {"formulaNodes": [{"formula": "(A + B) / A"}, {"formula": "B * 2", "custom_name": "double"}]},
+            "compareFilter": {"compare": true},
+        })),
+        &context(),
+    )
+    .expect("compiles");
+    assert_eq!(compiled.queries.len(), 4);
+    // The previous period of 9-11 March is 6-8 March.
+    assert!(
+        compiled.queries[2].contains("toDateTime('2024-03-06 05:00:00.000000Z')"),
+        "{}",
+        compiled.queries[2]
+    );
+    let day = |d: &str| json!(format!("2024-03-{d}T05:00:00+00:00"));
+    let tables = vec![
+        table(
+            &["bucket", "value"],
+            vec![vec![day("09"), json!(2)], vec![day("10"), json!(4)]],
+        ),
+        table(&["bucket", "value"], vec![vec![day("09"), json!(3.5)]]),
+        table(&["bucket", "value"], vec![]),
+        table(&["bucket", "value"], vec![vec![day("07"), json!(1.0)]]),
+    ];
+    let response = compiled.assemble(tables).expect("assembles");
+    let results = response["results"].as_array().expect("results");
+    assert_eq!(results.len(), 4);
+    assert_eq!(results[0]["label"], json!("Formula ((A + B) / A)"));
+    assert_eq!(results[0]["compare_label"], json!("current"));
+    assert_eq!(results[0]["data"], json!([2.75, 1.0, 0.0]));
+    assert_eq!(results[1]["compare_label"], json!("previous"));
+    assert_eq!(results[1]["data"], json!([0.0, 0.0, 0.0]));
+    assert_eq!(results[1]["labels"], json!(["day 0", "day 1", "day 2"]));
+    assert_eq!(
+        results[1]["days"],
+        json!(["2024-03-06", "2024-03-07", "2024-03-08"])
+    );
+    assert_eq!(results[3]["label"], json!("double"));
+    assert_eq!(results[3]["data"], json!([0.0, 2.0, 0.0]));
+}
+
+#[test]
+fn weekly_active_counts_trailing_windows() {
+    let compiled = compile(
+        &node(json!({"series": [{"event": "a", "math": "weekly_active"}]})),
+        &context(),
+    )
+    .expect("compiles");
+    let query = &compiled.queries[0];
+    // The window of 9 March ends at local midnight of the 10th and starts 7 days before.
+    assert!(
+        query.contains("timestamp > toDateTime('2024-03-03 05:00:00.000000Z') AND timestamp <= toDateTime('2024-03-10 05:00:00.000000Z'), person_id, NULL)) AS value_0"),
+        "{query}"
+    );
+    let response = compiled
+        .assemble(vec![table(
+            &["value_0", "value_1", "value_2"],
+            vec![vec![json!(1), json!(2), json!(2)]],
+        )])
+        .expect("assembles");
+    assert_eq!(response["results"][0]["data"], json!([1, 2, 2]));
+}

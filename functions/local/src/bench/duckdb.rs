@@ -1,0 +1,94 @@
+//! The DuckDB side of `bench query`: the same queries over the same Parquet files, timed by
+//! `scripts/bench_query_duckdb.py`, and whether both engines agree on the numbers.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::queries::QUERIES;
+use super::query::WARMUP;
+
+fn repository_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The first of the current dir and the repository this binary was built from that holds `relative`.
+fn find(relative: &str) -> Option<PathBuf> {
+    let here = std::env::current_dir().ok();
+    here.into_iter()
+        .chain([repository_root()])
+        .map(|root| root.join(relative))
+        .find(|path| path.exists())
+}
+
+pub(super) async fn time_duckdb(
+    files: &[PathBuf],
+    runs: usize,
+    python: Option<PathBuf>,
+) -> anyhow::Result<Value> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let script = find("scripts/bench_query_duckdb.py")
+        .context("scripts/bench_query_duckdb.py not found (run from the repository)")?;
+    let python = python
+        .or_else(|| find(".venv/bin/python"))
+        .unwrap_or_else(|| "python3".into());
+    let input = json!({
+        "files": files,
+        "queries": QUERIES.iter().map(|q| json!({"name": q.name, "sql": q.duckdb})).collect::<Vec<_>>(),
+        "runs": runs.max(1),
+        "warmup": WARMUP,
+    })
+    .to_string();
+    println!("duckdb: {} {}", python.display(), script.display());
+    let output = tokio::task::spawn_blocking(move || -> anyhow::Result<std::process::Output> {
+        let mut child = Command::new(&python)
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("cannot run {}", python.display()))?;
+        child
+            .stdin
+            .take()
+            .context("no stdin")?
+            .write_all(input.as_bytes())?;
+        Ok(child.wait_with_output()?)
+    })
+    .await??;
+    if !output.status.success() {
+        bail!("the duckdb script failed ({})", output.status);
+    }
+    let report: Value =
+        serde_json::from_slice(&output.stdout).context("the duckdb script printed no JSON")?;
+    if let Some(error) = report["error"].as_str() {
+        bail!("{error}");
+    }
+    Ok(report)
+}
+
+/// Whether two answers agree on their numbers, row by row (labels and timestamps are spelled
+/// differently by the two engines, and ties may order labels differently).
+pub(super) fn same_numbers(ours: &Value, theirs: &Value) -> bool {
+    let (Some(ours), Some(theirs)) = (ours.as_array(), theirs.as_array()) else {
+        return false;
+    };
+    ours.len() == theirs.len()
+        && ours.iter().zip(theirs).all(|(a, b)| {
+            let (Some(a), Some(b)) = (a.as_array(), b.as_array()) else {
+                return false;
+            };
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| match (x.as_f64(), y.as_f64()) {
+                        (Some(x), Some(y)) => {
+                            (x - y).abs() <= 1e-9_f64.max(1e-6 * x.abs().max(y.abs()))
+                        }
+                        _ => true,
+                    })
+        })
+}
