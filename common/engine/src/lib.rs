@@ -5,6 +5,7 @@ pub mod committer;
 pub mod compaction;
 pub mod dedupe;
 pub mod import;
+pub mod jobs;
 pub mod lake;
 pub mod persons;
 pub mod rows;
