@@ -2,7 +2,10 @@
 //! 404 for what does not exist, on both backends.
 
 use api_tests::{World, error_shape};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
+use common::models::{MembershipLevel, NewUser, Project, User};
+use common::provisioning;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn the_bootstrap_key_reads_the_caller() {
@@ -230,6 +233,185 @@ async fn only_staff_read_other_users() {
                 .0,
             StatusCode::NOT_FOUND,
             "{name}"
+        );
+    }
+}
+
+/// Every project-scoped route of the app today (`functions/users/src/lib.rs` and
+/// `functions/query/src/lib.rs`): method, path after `/api/projects/:id`, body.
+const PROJECT_ROUTES: &[(&str, &str, Option<&str>)] = &[
+    ("GET", "/", None),
+    ("PATCH", "/", Some(r#"{"name": "Renamed"}"#)),
+    (
+        "POST",
+        "/query/",
+        Some(r#"{"query": {"kind": "HogQLQuery", "query": "select 1"}}"#),
+    ),
+    (
+        "POST",
+        "/query/HogQLQuery/",
+        Some(r#"{"query": {"kind": "HogQLQuery", "query": "select 1"}}"#),
+    ),
+    ("GET", "/query/some-query-id/", None),
+    ("DELETE", "/query/some-query-id/", None),
+    ("GET", "/query/some-query-id/log/", None),
+    (
+        "POST",
+        "/query/upgrade/",
+        Some(r#"{"query": {"kind": "HogQLQuery", "query": "select 1"}}"#),
+    ),
+    ("POST", "/query/check_auth_for_async/", None),
+    ("GET", "/query/draft_sql/?prompt=count%20pageviews", None),
+];
+
+/// Sends every project route to `project` with `key`; `(route, status, body)` for each.
+async fn every_project_route(
+    world: &World,
+    project: i64,
+    key: &str,
+) -> Vec<(String, StatusCode, Value)> {
+    let mut answers = Vec::new();
+    for (method, suffix, body) in PROJECT_ROUTES {
+        let method = Method::from_bytes(method.as_bytes()).expect("a method");
+        let uri = format!("/api/projects/{project}{suffix}");
+        let (status, answer) = world.send(method.clone(), &uri, Some(key), *body).await;
+        answers.push((format!("{method} {uri}"), status, answer));
+    }
+    answers
+}
+
+#[tokio::test]
+async fn staff_reach_only_the_projects_of_their_organizations() {
+    for world in World::all().await {
+        let name = world.name();
+        let store = world.backend.state.store.clone();
+        let staff_key = world.admin_key();
+        assert!(
+            world.bootstrap.user.is_staff,
+            "{name}: the bootstrap user is staff"
+        );
+        // Someone who does belong to the foreign organization, so the routes are known to work
+        // there and the refusals below come from membership alone.
+        let insider = provisioning::create_user(
+            store.as_ref(),
+            NewUser {
+                email: "insider@example.com",
+                first_name: "In",
+                last_name: "Sider",
+                password: None,
+                is_staff: false,
+            },
+            world.foreign_organization,
+            MembershipLevel::Member,
+        )
+        .await
+        .unwrap();
+        let (_, insider_key) = provisioning::create_key(
+            store.as_ref(),
+            insider.uuid,
+            "insider",
+            vec!["*".into()],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+
+        for (route, status, body) in
+            every_project_route(&world, world.foreign_project, staff_key).await
+        {
+            assert_eq!(
+                status,
+                StatusCode::FORBIDDEN,
+                "{name} staff {route}: {body}"
+            );
+            assert_eq!(error_shape(&body).0, "permission_denied", "{name} {route}");
+            assert_eq!(
+                body["detail"], "You don't have access to the project.",
+                "{name} {route}"
+            );
+        }
+        let foreign_name = || async {
+            Project::load(store.as_ref(), world.foreign_project)
+                .await
+                .unwrap()
+                .map(|project| project.name)
+        };
+        assert_eq!(
+            foreign_name().await.as_deref(),
+            Some("Foreign"),
+            "{name}: staff renamed it"
+        );
+        for (route, status, body) in
+            every_project_route(&world, world.foreign_project, &insider_key).await
+        {
+            assert!(
+                status != StatusCode::FORBIDDEN && status != StatusCode::UNAUTHORIZED,
+                "{name} member {route}: {status} {body}"
+            );
+        }
+        assert_eq!(
+            foreign_name().await.as_deref(),
+            Some("Renamed"),
+            "{name}: the member renames it"
+        );
+        // The same staff key works where it is a member.
+        for (route, status, body) in
+            every_project_route(&world, world.bootstrap.project.id, staff_key).await
+        {
+            assert!(
+                status != StatusCode::FORBIDDEN && status != StatusCode::UNAUTHORIZED,
+                "{name} staff at home {route}: {status} {body}"
+            );
+        }
+        // Staff cannot make a foreign organization or project their current one...
+        for (field, value) in [
+            (
+                "set_current_organization",
+                json!(world.foreign_organization),
+            ),
+            ("set_current_team", json!(world.foreign_project)),
+        ] {
+            let (status, body) = world
+                .send(
+                    Method::PATCH,
+                    "/api/users/@me/",
+                    Some(staff_key),
+                    Some(&json!({ field: value }).to_string()),
+                )
+                .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {field}: {body}");
+            assert_eq!(
+                error_shape(&body),
+                ("does_not_exist".into(), Some(field.into())),
+                "{name}"
+            );
+        }
+        // ...and a current context pointing there (a membership since lost) opens nothing.
+        User::update(store.as_ref(), world.bootstrap.user.uuid, |user| {
+            user.current_organization_id = Some(world.foreign_organization);
+            user.current_team_id = Some(world.foreign_project);
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let (status, list) = world.get("/api/projects/", Some(staff_key)).await;
+        assert_eq!(status, StatusCode::OK, "{name} {list}");
+        assert_eq!(list["count"], 0, "{name}: {list}");
+        assert_eq!(list["results"], json!([]), "{name}");
+        let (status, body) = world.get("/api/projects/@current/", Some(staff_key)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{name} {body}");
+        assert_eq!(error_shape(&body).0, "permission_denied", "{name}");
+        let (status, me) = world.get("/api/users/@me/", Some(staff_key)).await;
+        assert_eq!(status, StatusCode::OK, "{name} {me}");
+        assert_eq!(me["team"], Value::Null, "{name}: {me}");
+        assert_eq!(me["organization"], Value::Null, "{name}: {me}");
+        // The member still lists the project.
+        let (status, list) = world.get("/api/projects/", Some(&insider_key)).await;
+        assert_eq!(status, StatusCode::OK, "{name} {list}");
+        assert_eq!(
+            list["results"][0]["id"], world.foreign_project,
+            "{name}: {list}"
         );
     }
 }
