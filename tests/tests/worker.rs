@@ -258,6 +258,48 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
         assert_eq!(runs[0].status, RunStatus::Succeeded, "{name} {runs:?}");
         assert_eq!(output["rows_deduplicated"], json!(3), "{name} {output}");
         assert_eq!(output["overrides_squashed"], json!(1), "{name} {output}");
+        // The project's job runs are there for whoever waits on them.
+        let (status, listed) = world
+            .get(
+                &format!("/api/projects/{team}/jobs/?job=compact"),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {listed}");
+        assert_eq!(listed["count"], json!(1), "{name} {listed}");
+        assert_eq!(listed["results"][0]["status"], json!("succeeded"), "{name}");
+        let (status, one) = world
+            .get(
+                &format!("/api/projects/{team}/jobs/compact/{}/", runs[0].id),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {one}");
+        assert_eq!(
+            one["output"]["overrides_squashed"],
+            json!(1),
+            "{name} {one}"
+        );
+        let (status, _) = world
+            .get(
+                &format!("/api/projects/{}/jobs/", world.foreign_project),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{name}: another organization's runs"
+        );
+        let (status, bad) = world
+            .get(
+                &format!("/api/projects/{team}/jobs/?job=a%23b"),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {bad}");
+        assert_eq!(bad["attr"], json!("job"), "{name} {bad}");
+
         let rows = engine::lake::scan(&state, team).await.unwrap();
         assert_eq!(rows.len(), 9, "{name}");
         let persons: std::collections::HashSet<_> =

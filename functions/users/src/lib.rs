@@ -57,4 +57,13 @@ pub fn router() -> Router<AppState> {
             "/api/projects/{project_id}",
             get(projects::retrieve).patch(projects::update),
         )
+        // The project's background job runs (compaction, and what families enqueue).
+        .route(
+            "/api/projects/{project_id}/jobs",
+            get(common::jobs::http::list),
+        )
+        .route(
+            "/api/projects/{project_id}/jobs/{job}/{run_id}",
+            get(common::jobs::http::retrieve),
+        )
 }

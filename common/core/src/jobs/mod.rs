@@ -8,6 +8,7 @@
 //! until the job's `max_attempts`; schedules (EventBridge in AWS, [`schedule::every`] embedded)
 //! start runs by name.
 
+pub mod http;
 pub mod runs;
 pub mod schedule;
 
