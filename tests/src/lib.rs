@@ -1,8 +1,10 @@
 //! Helpers for the black-box API tests: a world of organizations, users and keys on a backend,
 //! and a way to send requests through the same app `analytics serve` runs.
 
+use aws_lambda_events::event::sqs::SqsEvent;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use common::AppState;
 use common::http::App;
 use common::models::{MembershipLevel, NewUser, User};
 use common::provisioning::{self, Bootstrap};
@@ -114,6 +116,18 @@ impl World {
         .1
     }
 
+    /// Sends one `/batch/` request with the bootstrap project's token; it must be accepted.
+    pub async fn capture(&self, events: Vec<Value>) {
+        let token = self.bootstrap.project.api_token.clone();
+        let body = serde_json::json!({"api_key": token, "batch": events}).to_string();
+        let request = Request::post("/batch/")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap();
+        let (status, answer) = respond(self.app.clone(), request).await;
+        assert_eq!(status, StatusCode::OK, "{} {answer}", self.name());
+    }
+
     pub async fn get(&self, uri: &str, key: Option<&str>) -> (StatusCode, Value) {
         self.send(Method::GET, uri, key, None).await
     }
@@ -173,4 +187,44 @@ pub fn error_shape(body: &Value) -> (String, Option<String>) {
         body["code"].as_str().unwrap().to_owned(),
         body["attr"].as_str().map(str::to_owned),
     )
+}
+
+/// A fresh SQS queue on the emulator, made `state`'s job queue as `AppState::from_config` does
+/// when `ANALYTICS_QUEUE_URL` names one.
+pub async fn sqs_job_queue(state: &mut AppState, endpoint: &str) -> (aws_sdk_sqs::Client, String) {
+    let sqs = aws_sdk_sqs::Client::new(&common::testing::emulator_aws(endpoint).await);
+    let url = sqs
+        .create_queue()
+        .queue_name(format!("jobs-{}", uuid::Uuid::new_v4().simple()))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let mut config = (*state.config).clone();
+    config.query.job_queue_url = Some(url.clone());
+    config.aws_endpoint_url = Some(endpoint.to_owned());
+    state.config = std::sync::Arc::new(config);
+    state.sqs = Some(sqs.clone());
+    (sqs, url)
+}
+
+/// The batch Lambda's SQS poller would hand the worker from the queue at `url`.
+pub async fn receive_batch(sqs: &aws_sdk_sqs::Client, url: &str) -> SqsEvent {
+    let received = sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap();
+    let records: Vec<Value> = received
+        .messages()
+        .iter()
+        .map(|message| {
+            serde_json::json!({"messageId": message.message_id(), "eventSource": "aws:sqs",
+                "body": message.body().unwrap_or("")})
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({ "Records": records })).unwrap()
 }

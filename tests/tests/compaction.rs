@@ -4,25 +4,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use api_tests::{World, respond};
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use api_tests::World;
 use serde_json::json;
 
 /// Sends one `/batch/` request and commits it.
 async fn capture_and_commit(world: &World, events: Vec<serde_json::Value>) {
-    let token = world.bootstrap.project.api_token.clone();
-    let body = json!({"api_key": token, "batch": events}).to_string();
-    let request = Request::post("/batch/")
-        .header("content-type", "application/json")
-        .body(Body::from(body))
-        .unwrap();
-    assert_eq!(
-        respond(world.app.clone(), request).await.0,
-        StatusCode::OK,
-        "{}",
-        world.name()
-    );
+    world.capture(events).await;
     engine::commit_team(&world.backend.state, world.bootstrap.project.id)
         .await
         .unwrap();

@@ -2,14 +2,11 @@
 //! takes it from there and runs it, and the status in the Store is what the client polls. Runs
 //! against the emulator only (there is no queue embedded: jobs run in-process there).
 
-use std::sync::Arc;
-
-use api_tests::World;
-use aws_lambda_events::event::sqs::SqsEvent;
+use api_tests::{World, receive_batch, sqs_job_queue};
 use axum::http::{Method, StatusCode};
 use common::jobs::{JobRun, RunStatus};
-use common::testing::{TestState, emulator_aws, emulator_endpoint};
-use serde_json::{Value, json};
+use common::testing::{TestState, emulator_endpoint};
+use serde_json::json;
 use worker::{WorkerEvent, WorkerResponse};
 
 #[tokio::test]
@@ -17,21 +14,7 @@ async fn async_queries_go_through_sqs_to_the_worker() {
     let (Some(mut cloud), Some(endpoint)) = (TestState::cloud().await, emulator_endpoint()) else {
         return; // no emulator: nothing to run against
     };
-    let sqs = aws_sdk_sqs::Client::new(&emulator_aws(&endpoint).await);
-    let queue = sqs
-        .create_queue()
-        .queue_name(format!("query-jobs-{}", uuid::Uuid::new_v4().simple()))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let mut config = (*cloud.state.config).clone();
-    config.query.job_queue_url = Some(queue.clone());
-    config.aws_endpoint_url = Some(endpoint);
-    cloud.state.config = Arc::new(config);
-    // As `AppState::from_config` does when `ANALYTICS_QUEUE_URL` is set.
-    cloud.state.sqs = Some(sqs.clone());
+    let (sqs, queue) = sqs_job_queue(&mut cloud.state, &endpoint).await;
     let world = World::on(cloud).await;
     let team = world.bootstrap.project.id;
     let path = format!("/api/projects/{team}/query/");
@@ -56,23 +39,8 @@ async fn async_queries_go_through_sqs_to_the_worker() {
     assert_eq!(waiting["query_status"]["complete"], json!(false));
 
     // The worker gets the SQS batch Lambda would hand it.
-    let received = sqs
-        .receive_message()
-        .queue_url(&queue)
-        .max_number_of_messages(10)
-        .send()
-        .await
-        .unwrap();
-    let records: Vec<Value> = received
-        .messages()
-        .iter()
-        .map(|message| {
-            json!({"messageId": message.message_id(), "eventSource": "aws:sqs",
-                "body": message.body().unwrap_or("")})
-        })
-        .collect();
-    assert_eq!(records.len(), 1, "{records:?}");
-    let batch: SqsEvent = serde_json::from_value(json!({ "Records": records })).unwrap();
+    let batch = receive_batch(&sqs, &queue).await;
+    assert_eq!(batch.records.len(), 1, "{:?}", batch.records);
     worker::register_jobs(&world.backend.state);
     let response = worker::handle(&world.backend.state, WorkerEvent::Sqs(batch), None)
         .await

@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use api_tests::{World, respond};
+use api_tests::{World, receive_batch, sqs_job_queue};
 use aws_lambda_events::event::sqs::SqsEvent;
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use common::AppState;
 use common::clock::ManualClock;
 use common::jobs::{JobRun, RunStatus};
@@ -55,17 +54,6 @@ fn failures(response: &WorkerResponse) -> Vec<String> {
     }
 }
 
-async fn capture(world: &World, events: Vec<Value>) {
-    let token = world.bootstrap.project.api_token.clone();
-    let body = json!({"api_key": token, "batch": events}).to_string();
-    let request = Request::post("/batch/")
-        .header("content-type", "application/json")
-        .body(Body::from(body))
-        .unwrap();
-    let (status, answer) = respond(world.app.clone(), request).await;
-    assert_eq!(status, StatusCode::OK, "{} {answer}", world.name());
-}
-
 #[test]
 fn every_sample_is_a_worker_event() {
     let mut seen = 0;
@@ -96,7 +84,7 @@ async fn a_poisoned_message_fails_alone() {
         let events = (0..3)
             .map(|i| json!({"event": "e", "distinct_id": format!("u{i}"), "timestamp": "2026-11-20T10:00:00Z"}))
             .collect();
-        capture(&world, events).await;
+        world.capture(events).await;
         let key = format!("team_id%3D{team}/");
         let event = sample(
             "sqs-batch-with-poisoned-message.json",
@@ -186,14 +174,14 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
                     "timestamp": "2026-11-20T10:00:00Z"})
                 })
                 .collect();
-            capture(&world, events).await;
+            world.capture(events).await;
             engine::commit_team(&world.backend.state, team)
                 .await
                 .unwrap();
         }
         let identify = json!({"event": "$identify", "distinct_id": "u0", "uuid": uuid(100),
             "timestamp": "2026-11-20T11:00:00Z", "properties": {"$anon_distinct_id": "u1"}});
-        capture(&world, vec![identify]).await;
+        world.capture(vec![identify]).await;
         engine::commit_team(&world.backend.state, team)
             .await
             .unwrap();
@@ -224,7 +212,13 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
             ..world.backend.state.clone()
         };
         let queue = match world.backend.backend {
-            TestBackend::Cloud => Some(job_queue(&mut state).await),
+            TestBackend::Cloud => Some(
+                sqs_job_queue(
+                    &mut state,
+                    &emulator_endpoint().expect("the cloud backend runs on the emulator"),
+                )
+                .await,
+            ),
             _ => None,
         };
         worker::register_jobs(&state);
@@ -247,7 +241,7 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
         // In AWS the schedule's run queues one compaction per project on SQS, and Lambda
         // hands the worker those messages; embedded they run in this process.
         if let Some((sqs, url)) = &queue {
-            let batch = receive(sqs, url).await;
+            let batch = receive_batch(sqs, url).await;
             assert!(!batch.records.is_empty(), "{name}");
             let response = invoke(&state, WorkerEvent::Sqs(batch)).await;
             assert!(failures(&response).is_empty(), "{name}");
@@ -313,48 +307,4 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
             "{name}"
         );
     }
-}
-
-/// A fresh SQS queue on the emulator, configured as the state's job queue.
-async fn job_queue(state: &mut AppState) -> (aws_sdk_sqs::Client, String) {
-    let endpoint = emulator_endpoint().expect("the cloud backend runs on the emulator");
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(&endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let url = sqs
-        .create_queue()
-        .queue_name(format!("jobs-{}", uuid::Uuid::new_v4().simple()))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let mut config = (*state.config).clone();
-    config.query.job_queue_url = Some(url.clone());
-    state.config = Arc::new(config);
-    state.sqs = Some(sqs.clone());
-    (sqs, url)
-}
-
-/// What Lambda's SQS poller would hand the worker from `url`.
-async fn receive(sqs: &aws_sdk_sqs::Client, url: &str) -> SqsEvent {
-    let received = sqs
-        .receive_message()
-        .queue_url(url)
-        .max_number_of_messages(10)
-        .send()
-        .await
-        .unwrap();
-    let records: Vec<Value> = received
-        .messages()
-        .iter()
-        .map(|message| {
-            json!({"messageId": message.message_id(), "eventSource": "aws:sqs",
-                "body": message.body().unwrap_or("")})
-        })
-        .collect();
-    serde_json::from_value(json!({ "Records": records })).unwrap()
 }
