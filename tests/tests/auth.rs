@@ -237,11 +237,19 @@ async fn only_staff_read_other_users() {
     }
 }
 
-/// Every project-scoped route of the app today (`functions/users/src/lib.rs` and
-/// `functions/query/src/lib.rs`): method, path after `/api/projects/:id`, body.
+/// Every project-scoped route of the app today (the routers of `functions/users/src/lib.rs`,
+/// with the job runs of `common::jobs::http`, and `functions/query/src/lib.rs`): method, path
+/// after `/api/projects/:id`, body.
 const PROJECT_ROUTES: &[(&str, &str, Option<&str>)] = &[
     ("GET", "/", None),
     ("PATCH", "/", Some(r#"{"name": "Renamed"}"#)),
+    ("GET", "/jobs/", None),
+    ("GET", "/jobs/?job=compact", None),
+    (
+        "GET",
+        "/jobs/compact/01960000-0000-7000-8000-000000000000/",
+        None,
+    ),
     (
         "POST",
         "/query/",
