@@ -273,18 +273,24 @@ impl ApiError {
     }
 }
 
-/// An error and its sources on one line, `outer: inner: root`.
+/// An error and its sources on one line, `outer: inner: root`. Many errors (object_store's,
+/// DataFusion's) already print their source in their own message: a cause whose text is already
+/// on the line is not repeated.
 pub struct Chain<'a>(pub &'a (dyn Error + 'static));
 
 impl fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
+        let mut line = self.0.to_string();
         let mut source = self.0.source();
         while let Some(cause) = source {
-            write!(f, ": {cause}")?;
+            let text = cause.to_string();
+            if !line.contains(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
             source = cause.source();
         }
-        Ok(())
+        f.write_str(&line)
     }
 }
 
@@ -327,6 +333,13 @@ mod tests {
             Chain(&error).to_string(),
             "500 Internal Server Error error: A server error occurred.: cannot save: disk full"
         );
+        // A cause that already prints its source is not repeated.
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot stage: {0}")]
+        struct Verbose(#[source] std::io::Error);
+        let error = ApiError::internal(Verbose(std::io::Error::other("not a directory")));
+        let source = error.source().expect("the cause is kept");
+        assert_eq!(Chain(source).to_string(), "cannot stage: not a directory");
         // Equal answers are equal errors, whatever caused them.
         assert_eq!(error, ApiError::internal("something else"));
         assert_ne!(error, ApiError::not_found());

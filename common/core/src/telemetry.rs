@@ -5,6 +5,7 @@
 //! Panics are logged through the same subscriber, so they carry it too.
 
 use std::backtrace::{Backtrace, BacktraceStatus};
+use std::io::IsTerminal;
 use std::panic::PanicHookInfo;
 
 use tracing::Subscriber;
@@ -38,14 +39,16 @@ where
         .finish()
 }
 
-/// The local format: human-readable lines, each prefixed with its spans and their fields.
-pub fn text<W>(filter: EnvFilter, writer: W) -> impl Subscriber + Send + Sync + 'static
+/// The local format: human-readable lines, each prefixed with its spans and their fields;
+/// colored only for a terminal (not in a file or journald).
+pub fn text<W>(filter: EnvFilter, writer: W, ansi: bool) -> impl Subscriber + Send + Sync + 'static
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
+        .with_ansi(ansi)
         .finish()
 }
 
@@ -55,7 +58,8 @@ pub fn init_json() {
 }
 
 pub fn init_text() {
-    let _ = text(default_filter(), std::io::stderr).try_init();
+    let ansi = std::io::stderr().is_terminal();
+    let _ = text(default_filter(), std::io::stderr, ansi).try_init();
     log_panics();
 }
 

@@ -20,6 +20,7 @@ use deltalake_core::{DeltaTable, DeltaTableError};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::lake;
@@ -116,8 +117,10 @@ pub async fn commit_team(state: &AppState, team_id: i64) -> Result<CommitReport,
 }
 
 /// The embedded committer: picks up staged batches (including any left from a previous run)
-/// every `interval`, for as long as the process lives.
-pub async fn run_committer(state: AppState, interval: Duration) {
+/// every `interval` until `stop` turns true. A run in progress when it does is finished first
+/// (stopping mid-run would be safe, claimed objects are recovered, but costs the next start a
+/// recovery pass).
+pub async fn run_committer(state: AppState, interval: Duration, mut stop: watch::Receiver<bool>) {
     let mut committer = Committer::new(state);
     loop {
         match committer.commit_all().await {
@@ -135,7 +138,11 @@ pub async fn run_committer(state: AppState, interval: Duration) {
                 committer.tables.clear();
             }
         }
-        tokio::time::sleep(interval).await;
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            // A dropped sender stops it too.
+            _ = stop.wait_for(|stop| *stop) => return,
+        }
     }
 }
 

@@ -30,8 +30,11 @@ pub struct DedupeReport {
     pub rows_removed: u64,
 }
 
-fn generic(error: impl std::fmt::Display) -> DeltaTableError {
-    DeltaTableError::Generic(error.to_string())
+/// Keeps the cause (DataFusion, Arrow, a date) as the source.
+fn generic(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> DeltaTableError {
+    DeltaTableError::GenericError {
+        source: error.into(),
+    }
 }
 
 /// Days written by more than one commit: only they can hold a repeat the committer missed.

@@ -70,8 +70,11 @@ impl Encoder {
     }
 }
 
-fn generic(error: impl std::fmt::Display) -> CommitError {
-    CommitError::Delta(DeltaTableError::Generic(error.to_string()))
+/// Keeps the cause (a task that failed, or what went wrong) as the source.
+fn generic(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> CommitError {
+    CommitError::Delta(DeltaTableError::GenericError {
+        source: error.into(),
+    })
 }
 
 pub struct Importer {

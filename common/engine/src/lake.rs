@@ -16,6 +16,8 @@ use deltalake_core::parquet::file::properties::WriterProperties;
 use deltalake_core::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
 use url::Url;
 
+use crate::sql::Context;
+
 pub const PARTITION_COLUMN: &str = "date";
 
 /// The table's columns, in order: name, Delta type, nullable.
@@ -109,10 +111,14 @@ pub fn table_handle(state: &AppState, team_id: i64) -> DeltaResult<DeltaTable> {
     match state.config.backend {
         Backend::Sqlite => {
             let folder = state.config.objects_dir().join(&path);
-            std::fs::create_dir_all(&folder)
-                .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
-            let absolute = std::fs::canonicalize(&folder)
-                .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+            let folder_error = |error: std::io::Error| DeltaTableError::GenericError {
+                source: Box::new(Context::new(
+                    format!("table folder {}", folder.display()),
+                    error,
+                )),
+            };
+            std::fs::create_dir_all(&folder).map_err(folder_error)?;
+            let absolute = std::fs::canonicalize(&folder).map_err(folder_error)?;
             let url = Url::from_directory_path(&absolute).map_err(|_| {
                 DeltaTableError::InvalidTableLocation(absolute.display().to_string())
             })?;

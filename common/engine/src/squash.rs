@@ -62,9 +62,12 @@ async fn reassign(
     for (old, new) in moves {
         mapping.when(text(old), text(new));
     }
-    let mapping = mapping
-        .otherwise(col("person_id"))
-        .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+    let mapping = mapping.otherwise(col("person_id")).map_err(|error| {
+        // The cause stays a source, not a flattened message.
+        DeltaTableError::GenericError {
+            source: Box::new(error),
+        }
+    })?;
     let olds = moves.iter().map(|(old, _)| text(old)).collect();
     let (table, metrics) = table
         .update()

@@ -10,6 +10,7 @@ use common::AppState;
 use common::config::Config;
 use common::provisioning::{Bootstrap, bootstrap_if_empty};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 /// The state for a data dir: configuration from the environment, `data_dir` from the command line.
 pub async fn state_for(data_dir: PathBuf) -> anyhow::Result<AppState> {
@@ -54,23 +55,77 @@ const COMMIT_EVERY: Duration = Duration::from_millis(500);
 /// How often the events tables are compacted (optimize + vacuum).
 const COMPACT_EVERY: Duration = Duration::from_secs(15 * 60);
 
-/// Serves the app on a bound listener until Ctrl-C, with the committer running beside it
-/// (it also picks up whatever an earlier run left staged).
+/// How long a stop waits for the committer's run in progress before abandoning it (a run
+/// abandoned half-way is recovered at the next start: claimed objects are picked up again).
+const COMMIT_GRACE: Duration = Duration::from_secs(20);
+
+/// Serves the app on a bound listener until Ctrl-C or SIGTERM, with the committer running beside
+/// it (it also picks up whatever an earlier run left staged). On either signal it stops taking
+/// connections, finishes the requests in flight, lets the committer finish its run in progress
+/// and stops compaction where it is (an interrupted compaction leaves only files no table
+/// version references, which the next vacuum removes).
 pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<()> {
-    let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY));
+    let (stop, stopped) = watch::channel(false);
+    let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY, stopped));
     let compaction = tokio::spawn(engine::compaction::run_compaction(
         state.clone(),
         COMPACT_EVERY,
     ));
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
-    axum::serve(listener, service)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+    let served = axum::serve(listener, service)
+        .with_graceful_shutdown(shutdown_signal())
         .await
-        .context("server stopped")?;
-    committer.abort();
+        .context("server stopped");
+    tracing::info!("requests finished; stopping background work");
     compaction.abort();
-    Ok(())
+    let _ = stop.send(true);
+    match tokio::time::timeout(COMMIT_GRACE, committer).await {
+        Ok(Ok(())) => tracing::info!("committer stopped"),
+        Ok(Err(error)) => tracing::error!(%error, "committer task failed"),
+        Err(_) => tracing::warn!(
+            seconds = COMMIT_GRACE.as_secs(),
+            "committer still running; abandoning its run (the next start recovers it)"
+        ),
+    }
+    served
+}
+
+/// Resolves on the first Ctrl-C (SIGINT) or SIGTERM (what `docker stop`, systemd and Kubernetes
+/// send). A signal that cannot be listened for is logged and never resolves: the server must
+/// not stop because of it.
+async fn shutdown_signal() {
+    let interrupt = async {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => "SIGINT",
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for Ctrl-C");
+                std::future::pending().await
+            }
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+                "SIGTERM"
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending().await
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<&str>();
+    let signal = tokio::select! {
+        signal = interrupt => signal,
+        signal = terminate => signal,
+    };
+    tracing::info!(
+        signal,
+        "shutting down: no new connections, finishing requests in flight"
+    );
 }

@@ -12,6 +12,9 @@ mod tables;
 mod template;
 mod udfs;
 
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::AppState;
@@ -48,16 +51,80 @@ pub enum QueryError {
     /// A structured node that cannot be compiled: the field and what is wrong with it.
     #[error("{detail}")]
     Invalid { attr: String, detail: String },
-    #[error("{0}")]
-    Internal(String),
+    /// A failure on our side (storage, DataFusion, a broken invariant): a 500 whose cause is
+    /// logged, never shown.
+    #[error(transparent)]
+    Internal(InternalCause),
 }
 
 impl QueryError {
+    /// An internal failure caused by `cause` (a typed error, whose sources are kept, or a message).
+    pub fn internal(cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        QueryError::Internal(InternalCause::new(cause))
+    }
+
     /// PostHog's `code` for the 400s.
     pub fn code(&self) -> &'static str {
         match self {
             QueryError::Syntax(_) => "hogql_syntax_error",
             _ => "hogql_query_error",
+        }
+    }
+}
+
+/// The cause of a [`QueryError::Internal`], shared so that the error answered to the caller
+/// (an `ApiError`, cloned from it) and the query log can both keep it. Transparent: it shows and
+/// chains as the error it wraps.
+#[derive(Debug, Clone)]
+pub struct InternalCause(Arc<dyn Error + Send + Sync>);
+
+impl InternalCause {
+    pub fn new(cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        Self(Arc::from(cause.into()))
+    }
+}
+
+impl fmt::Display for InternalCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Error for InternalCause {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl From<&str> for InternalCause {
+    fn from(message: &str) -> Self {
+        Self::new(message)
+    }
+}
+
+impl From<String> for InternalCause {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
+}
+
+/// What we were doing when a cause of ours failed (`template x: <parser error>`).
+#[derive(Debug, thiserror::Error)]
+#[error("{context}")]
+pub struct Context {
+    context: String,
+    #[source]
+    source: Box<dyn Error + Send + Sync>,
+}
+
+impl Context {
+    pub fn new(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn Error + Send + Sync>>,
+    ) -> Self {
+        Self {
+            context: context.into(),
+            source: source.into(),
         }
     }
 }
@@ -158,7 +225,7 @@ pub async fn open_session(
                 .with_mode(datafusion::execution::disk_manager::DiskManagerMode::Disabled),
         )
         .build_arc()
-        .map_err(|e| QueryError::Internal(e.to_string()))?;
+        .map_err(QueryError::internal)?;
     let session_state = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
@@ -220,7 +287,7 @@ impl Session {
         let (physical, planned, batches) = match tokio::time::timeout(limits.timeout, running).await
         {
             Ok(Ok(result)) => result.map_err(classify)?,
-            Ok(Err(join)) => return Err(QueryError::Internal(join.to_string())),
+            Ok(Err(join)) => return Err(QueryError::internal(join)),
             Err(_) => return Err(QueryError::Timeout),
         };
         let batches: Vec<RecordBatch> = batches;
@@ -296,7 +363,6 @@ fn scanned(plan: &dyn ExecutionPlan) -> (u64, u64) {
 /// constant that cannot convert, a division by zero are the query's fault (400s); only failures
 /// of our own (I/O, storage, internal invariants) are 500s.
 fn classify(error: DataFusionError) -> QueryError {
-    use std::error::Error;
     let text = error.to_string();
     let mut current: Option<&(dyn Error + 'static)> = Some(&error);
     while let Some(cause) = current {
@@ -316,28 +382,28 @@ fn classify(error: DataFusionError) -> QueryError {
         return QueryError::Query(message);
     }
     let root = error.find_root();
-    match root {
+    let user_error = match root {
         DataFusionError::Plan(_) | DataFusionError::SchemaError(_, _) => {
-            QueryError::Query(clean(&root.to_string()))
+            Some(QueryError::Query(clean(&root.to_string())))
         }
-        DataFusionError::SQL(e, _) => QueryError::Query(clean(&e.to_string())),
+        DataFusionError::SQL(e, _) => Some(QueryError::Query(clean(&e.to_string()))),
         DataFusionError::NotImplemented(message) => {
-            QueryError::Query(format!("Not supported: {message}"))
+            Some(QueryError::Query(format!("Not supported: {message}")))
         }
-        DataFusionError::Execution(message) => QueryError::Query(clean(message)),
-        DataFusionError::ArrowError(e, _) => arrow_error(e, &root.to_string()),
-        DataFusionError::External(inner) => {
-            match inner.downcast_ref::<datafusion::arrow::error::ArrowError>() {
-                Some(e) => arrow_error(e, &root.to_string()),
-                None => QueryError::Internal(text),
-            }
-        }
-        _ => QueryError::Internal(text),
-    }
+        DataFusionError::Execution(message) => Some(QueryError::Query(clean(message))),
+        DataFusionError::ArrowError(e, _) => arrow_error(e),
+        DataFusionError::External(inner) => inner
+            .downcast_ref::<datafusion::arrow::error::ArrowError>()
+            .and_then(arrow_error),
+        _ => None,
+    };
+    // Ours: the whole DataFusion error, wrappers and all, goes to the log.
+    user_error.unwrap_or_else(|| QueryError::internal(error))
 }
 
-/// Arrow's errors: bad values (casts, arithmetic, parsing, arguments) are the query's fault.
-fn arrow_error(error: &datafusion::arrow::error::ArrowError, text: &str) -> QueryError {
+/// Arrow's errors: bad values (casts, arithmetic, parsing, arguments) are the query's fault
+/// (`None`: ours).
+fn arrow_error(error: &datafusion::arrow::error::ArrowError) -> Option<QueryError> {
     use datafusion::arrow::error::ArrowError;
     match error {
         ArrowError::CastError(_)
@@ -348,8 +414,8 @@ fn arrow_error(error: &datafusion::arrow::error::ArrowError, text: &str) -> Quer
         | ArrowError::InvalidArgumentError(_)
         | ArrowError::NotYetImplemented(_)
         | ArrowError::JsonError(_)
-        | ArrowError::CsvError(_) => QueryError::Query(clean(&error.to_string())),
-        _ => QueryError::Internal(text.to_owned()),
+        | ArrowError::CsvError(_) => Some(QueryError::Query(clean(&error.to_string()))),
+        _ => None,
     }
 }
 
@@ -411,5 +477,59 @@ impl<T> std::future::Future for AbortOnDrop<T> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether an error of type `T` is anywhere in `error`'s chain.
+    fn caused_by<T: Error + 'static>(error: &(dyn Error + 'static)) -> bool {
+        let mut current = Some(error);
+        while let Some(cause) = current {
+            if cause.is::<T>() {
+                return true;
+            }
+            current = cause.source();
+        }
+        false
+    }
+
+    #[test]
+    fn our_failures_keep_their_typed_cause_and_the_querys_are_shown() {
+        let io = DataFusionError::IoError(std::io::Error::other("disk gone"));
+        let error = classify(DataFusionError::Context(
+            "reading events".into(),
+            Box::new(io),
+        ));
+        assert!(matches!(error, QueryError::Internal(_)), "{error:?}");
+        assert!(caused_by::<std::io::Error>(&error), "{error:?}");
+        // Shared, so the answer and the log can each hold it.
+        let QueryError::Internal(cause) = &error else {
+            unreachable!()
+        };
+        assert!(caused_by::<std::io::Error>(&cause.clone()));
+
+        let error = classify(DataFusionError::Plan("No field named nope".into()));
+        assert!(
+            matches!(&error, QueryError::Query(message) if message == "No field named nope"),
+            "{error:?}"
+        );
+        let error = classify(DataFusionError::ArrowError(
+            Box::new(datafusion::arrow::error::ArrowError::DivideByZero),
+            None,
+        ));
+        assert!(matches!(error, QueryError::Query(_)), "{error:?}");
+    }
+
+    #[test]
+    fn a_broken_template_names_itself_and_keeps_the_parser_error() {
+        let error = template::expr("f(", &[]).expect_err("does not parse");
+        assert!(error.to_string().starts_with("template f("), "{error}");
+        assert!(
+            caused_by::<datafusion::sql::sqlparser::parser::ParserError>(&error),
+            "{error:?}"
+        );
     }
 }

@@ -69,8 +69,8 @@ pub async fn register(
     Ok(registered)
 }
 
-fn internal(e: impl std::fmt::Display) -> QueryError {
-    QueryError::Internal(e.to_string())
+fn internal(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QueryError {
+    QueryError::internal(e)
 }
 
 async fn register_events(

@@ -7,7 +7,7 @@ use datafusion::sql::sqlparser::ast::{Expr, Query, VisitMut, VisitorMut};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
-use super::QueryError;
+use super::{Context, QueryError};
 
 pub const SLOT: &str = "__arg_";
 
@@ -16,7 +16,7 @@ pub fn expr(text: &str, args: &[Expr]) -> Result<Expr, QueryError> {
     let mut parsed = Parser::new(&GenericDialect {})
         .try_with_sql(text)
         .and_then(|mut parser| parser.parse_expr())
-        .map_err(|e| QueryError::Internal(format!("template {text}: {e}")))?;
+        .map_err(|e| QueryError::internal(Context::new(format!("template {text}"), e)))?;
     fill(&mut parsed, args);
     Ok(parsed)
 }
@@ -26,7 +26,7 @@ pub fn query(text: &str, args: &[Expr]) -> Result<Query, QueryError> {
     let mut parsed = Parser::new(&GenericDialect {})
         .try_with_sql(text)
         .and_then(|mut parser| parser.parse_query())
-        .map_err(|e| QueryError::Internal(format!("template {text}: {e}")))?;
+        .map_err(|e| QueryError::internal(Context::new(format!("template {text}"), e)))?;
     fill(parsed.as_mut(), args);
     Ok(*parsed)
 }
