@@ -81,26 +81,3 @@ pub async fn compact_all(state: &AppState) -> Result<Vec<CompactionReport>, Comm
     }
     Ok(reports)
 }
-
-/// The embedded schedule: compacts every `interval` for as long as the process lives.
-pub async fn run_compaction(state: AppState, interval: std::time::Duration) {
-    loop {
-        tokio::time::sleep(interval).await;
-        match compact_all(&state).await {
-            Ok(reports) => {
-                for report in reports.iter().filter(|r| {
-                    r.files_removed
-                        + r.files_vacuumed as u64
-                        + r.rows_deduplicated
-                        + r.overrides_squashed
-                        > 0
-                }) {
-                    tracing::info!(?report, "compacted");
-                }
-            }
-            Err(error) => {
-                tracing::error!(%error, "compaction failed; retrying at the next interval")
-            }
-        }
-    }
-}

@@ -8,6 +8,7 @@ use anyhow::Context;
 use axum::extract::Request;
 use common::AppState;
 use common::config::Config;
+use common::jobs::ScheduledJob;
 use common::provisioning::{Bootstrap, bootstrap_if_empty};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -52,7 +53,8 @@ pub async fn run(bind: SocketAddr, data_dir: PathBuf) -> anyhow::Result<()> {
 
 /// How often the embedded committer looks for staged events (queryable within about this long).
 const COMMIT_EVERY: Duration = Duration::from_millis(500);
-/// How often the events tables are compacted (optimize + vacuum).
+/// How often the compaction schedule starts (one `compact` run per project: dedupe, squash,
+/// optimize, vacuum), as the hourly EventBridge schedule does in AWS.
 const COMPACT_EVERY: Duration = Duration::from_secs(15 * 60);
 
 /// How long a stop waits for the committer's run in progress before abandoning it (a run
@@ -66,11 +68,20 @@ const COMMIT_GRACE: Duration = Duration::from_secs(20);
 /// version references, which the next vacuum removes).
 pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
-    let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY, stopped));
-    let compaction = tokio::spawn(engine::compaction::run_compaction(
+    // Every job runs in this process: the lake's (the compaction schedule's) and async queries.
+    engine::jobs::register(&state);
+    query_service::jobs::register(&state);
+    let compaction = tokio::spawn(common::jobs::schedule::every(
         state.clone(),
+        ScheduledJob {
+            job: "compact".into(),
+            team_id: None,
+            payload: serde_json::Value::Null,
+        },
         COMPACT_EVERY,
+        stopped.clone(),
     ));
+    let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY, stopped));
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
     let served = axum::serve(listener, service)
