@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::de::DeserializeOwned;
 use tower::Layer;
+use tower::util::MapRequestLayer;
 use tower_http::LatencyUnit;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
@@ -135,7 +136,8 @@ pub const REQUEST_ID: &str = "x-request-id";
 struct BodyLimit(usize);
 
 /// The app every entry point serves: a family's routes plus health, error-shaped fallbacks,
-/// a body limit, a panic guard, and optional trailing slashes (PostHog routes end in `/?`).
+/// a body limit, a panic guard, CORS, request ids and a span per request, and optional trailing
+/// slashes (PostHog routes end in `/?`).
 pub type App = NormalizePath<Router>;
 
 pub fn finish(routes: Router<AppState>, state: AppState) -> App {
@@ -149,8 +151,9 @@ pub fn finish(routes: Router<AppState>, state: AppState) -> App {
         .layer(axum::Extension(BodyLimit(limit)))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(crate::cors::layer(&state.config.cors_origins))
-        // Outermost, so preflights and fallbacks are traced too: an id on every request (the
-        // caller's `x-request-id` if it sent one), a span per request that every log line inside
+        // Outside the others, so preflights and fallbacks are traced too (router layers run after
+        // routing, so the matched route is known): an id on every request (the caller's
+        // `x-request-id` if it sent a usable one), a span per request that every log line inside
         // it carries, and the id echoed on the response.
         .layer(
             TraceLayer::new_for_http()
@@ -165,8 +168,26 @@ pub fn finish(routes: Router<AppState>, state: AppState) -> App {
         )
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(MapRequestLayer::new(drop_unusable_request_id))
         .with_state(state);
     NormalizePathLayer::trim_trailing_slash().layer(router)
+}
+
+/// The longest caller-chosen request id kept (it is on every log line of the request).
+const MAX_REQUEST_ID: usize = 128;
+
+/// A caller's `x-request-id` that is too long or not printable text is dropped, so one is made.
+fn drop_unusable_request_id(mut request: Request) -> Request {
+    let usable = request.headers().get(REQUEST_ID).map(|value| {
+        value.len() <= MAX_REQUEST_ID
+            && value
+                .to_str()
+                .is_ok_and(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_graphic()))
+    });
+    if usable == Some(false) {
+        request.headers_mut().remove(REQUEST_ID);
+    }
+    request
 }
 
 /// The span of one request: its id, method and matched route (empty for a fallback).

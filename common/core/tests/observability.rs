@@ -129,6 +129,12 @@ async fn every_response_carries_a_request_id_and_a_given_one_is_kept() {
     let (_, kept, _) = send(&app, "/_health", Some("client-chosen-42")).await;
     assert_eq!(kept.as_deref(), Some("client-chosen-42"));
 
+    // One too long to put on every log line is replaced.
+    let long = "x".repeat(500);
+    let (_, replaced, _) = send(&app, "/_health", Some(&long)).await;
+    let replaced = replaced.expect("an x-request-id");
+    assert!(uuid::Uuid::parse_str(&replaced).is_ok(), "{replaced}");
+
     // Fallbacks and error answers carry it too.
     let (status, id, body) = send(&app, "/nowhere", Some("lost-1")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
