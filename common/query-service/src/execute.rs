@@ -89,7 +89,7 @@ pub enum Answer {
     Done(Value),
     /// Queued, or already known under this id: the status to answer (see
     /// [`QueryStatus::http_status`]).
-    Status(QueryStatus),
+    Status(Box<QueryStatus>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -170,12 +170,12 @@ pub async fn run(state: &AppState, request: Request<'_>) -> Result<Answer, Servi
                     }
                     return Err(ServiceError::Enqueue(error));
                 }
-                Ok(Answer::Status(status))
+                Ok(Answer::Status(Box::new(status)))
             }
             // This client_query_id is known: answer with its status.
             Err(StoreError::ConditionFailed) => QueryStatus::load(state, project.id, query_id)
                 .await?
-                .map(Answer::Status)
+                .map(|status| Answer::Status(Box::new(status)))
                 .ok_or_else(|| ServiceError::Reused(query_id.to_owned())),
             Err(other) => Err(other.into()),
         };
