@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use common::AppState;
+use common::error::Chain;
 use common::jobs::{JobError, JobRun};
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
@@ -91,7 +92,7 @@ pub async fn handle_batch(
             Ok(Message::Job(envelope)) => jobs.push((id, envelope)),
             Ok(Message::S3Test) => {}
             Err(error) => {
-                tracing::error!(message = %id, error = %error_chain(&error), "unreadable message");
+                tracing::error!(message = %id, error = %Chain(&error), "unreadable message");
                 failed.push(id);
             }
         }
@@ -100,7 +101,7 @@ pub async fn handle_batch(
         match engine::commit_team(state, team).await {
             Ok(report) => tracing::info!(?report, "committed"),
             Err(error) => {
-                tracing::error!(team, error = %error_chain(&error), "commit failed");
+                tracing::error!(team, error = %Chain(&error), "commit failed");
                 failed.extend(ids);
             }
         }
@@ -118,7 +119,7 @@ pub async fn handle_batch(
                 tracing::info!(%job, run = %run.id, status = ?run.status, attempts = run.attempts, "job run")
             }
             Err(error) => {
-                tracing::error!(message = %id, %job, error = %error_chain(&error), "job could not run");
+                tracing::error!(message = %id, %job, error = %Chain(&error), "job could not run");
                 failed.push(id);
             }
         }
@@ -135,15 +136,4 @@ pub async fn handle_batch(
         })
         .collect();
     response
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

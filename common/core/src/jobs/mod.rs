@@ -155,14 +155,7 @@ impl JobError {
 
     /// The error and its causes in one line, for the run record.
     fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        text
+        crate::error::Chain(self).to_string()
     }
 }
 
