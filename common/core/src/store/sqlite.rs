@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
-use tokio::runtime::RuntimeFlavor;
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::{
     Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp, now_unix,
@@ -100,11 +100,15 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        if tokio::runtime::Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
-            return tokio::task::block_in_place(|| self.read_here(work));
+        match Handle::try_current().map(|runtime| runtime.runtime_flavor()) {
+            Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| self.read_here(work)),
+            Ok(_) => {
+                let store = self.clone();
+                blocking(move || store.read_here(work)).await
+            }
+            // Polled outside any runtime: there is no executor to stall.
+            Err(_) => self.read_here(work),
         }
-        let store = self.clone();
-        blocking(move || store.read_here(work)).await
     }
 
     /// Runs a read on a free read connection (or waits for the first one), on this thread.
