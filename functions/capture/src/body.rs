@@ -84,9 +84,9 @@ pub fn document(
     let compression = field(&query, "compression");
 
     let mut raw = body.to_vec();
-    if gzip_header
-        || (matches!(compression, Some("gzip-js" | "gzip")) && raw.starts_with(&GZIP_MAGIC))
-    {
+    // posthog-js gzips `/e/` bodies as `text/plain` without a `compression` marker: the magic
+    // bytes tell, and no JSON or form body starts with them.
+    if gzip_header || raw.starts_with(&GZIP_MAGIC) {
         raw = gunzip(&raw, limit)?;
     }
     let looks_like_json = raw
@@ -163,6 +163,13 @@ mod tests {
                 1 << 20
             )
             .unwrap(),
+            expected
+        );
+
+        // As posthog-js sends it: gzip labelled text/plain, no marker anywhere.
+        let text = headers(&[(header::CONTENT_TYPE, "text/plain")]);
+        assert_eq!(
+            document(&text, None, &gz(EVENT.as_bytes()), 1 << 20).unwrap(),
             expected
         );
 
