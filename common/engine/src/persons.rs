@@ -686,8 +686,7 @@ impl Staged {
     /// The person's new version, on condition that nobody changed the one read.
     fn write(&self) -> Result<WriteOp, StoreError> {
         let mut item = self.item.clone();
-        item.data =
-            serde_json::to_value(&self.person).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        item.set_data(&self.person)?;
         item.version = self.item.version + 1;
         Ok(WriteOp::Put {
             item,
