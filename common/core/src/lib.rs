@@ -1,6 +1,7 @@
 //! Shared by every function: configuration, errors, auth, models, storage and HTTP helpers.
 
 pub mod auth;
+pub mod backoff;
 pub mod clock;
 pub mod config;
 pub mod cors;

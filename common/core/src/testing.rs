@@ -199,3 +199,40 @@ impl TestState {
 pub fn memory_store() -> SqliteStore {
     SqliteStore::in_memory().expect("in-memory sqlite")
 }
+
+/// How often a background task got to run: a test reads it to tell whether some work left the
+/// executor free for other tasks. Clones share one count.
+#[derive(Debug, Clone, Default)]
+pub struct Ticks(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Ticks {
+    pub fn get(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// A task that counts its turns on the executor, yielding after each; stopped when dropped.
+pub struct Ticker {
+    pub ticks: Ticks,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Ticker {
+    pub fn start() -> Self {
+        let ticks = Ticks::default();
+        let counter = ticks.0.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tokio::task::yield_now().await;
+            }
+        });
+        Self { ticks, task }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

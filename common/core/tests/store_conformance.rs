@@ -742,52 +742,12 @@ async fn errors_keep_their_causes() {
     }
 }
 
-/// SQLite reads leave the executor free: on a one-thread runtime another task runs while a
-/// long read is in flight (an inline read would never yield). The read walks 10,000 items,
-/// hundreds of milliseconds in a debug build, far beyond a thread's scheduling delay.
-#[tokio::test(flavor = "current_thread")]
-async fn sqlite_reads_run_off_the_executor() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+/// 10,000 items in partition `P`: a read of them all takes hundreds of milliseconds in a debug
+/// build, far beyond a thread's scheduling delay.
+const LONG_READ_ITEMS: usize = 10_000;
 
-    const ITEMS: usize = 10_000;
-    let dir = tempfile::tempdir().unwrap();
-    let file = SqliteStore::open(&dir.path().join("store.sqlite")).unwrap();
-    for store in [file, testing::memory_store()] {
-        let groups = (0..ITEMS)
-            .map(|i| {
-                vec![WriteOp::Put {
-                    item: Item::new("P", format!("S#{i:05}"), json!({"i": i})),
-                    condition: Condition::None,
-                }]
-            })
-            .collect();
-        store.transact_write_each(groups).await.unwrap();
-        let ticks = Arc::new(AtomicUsize::new(0));
-        let ticker = tokio::spawn({
-            let ticks = ticks.clone();
-            async move {
-                loop {
-                    ticks.fetch_add(1, Ordering::Relaxed);
-                    tokio::task::yield_now().await;
-                }
-            }
-        });
-        let page = store.query("P", QueryOptions::default()).await.unwrap();
-        assert_eq!(page.items.len(), ITEMS);
-        assert!(ticks.load(Ordering::Relaxed) > 0);
-        ticker.abort();
-    }
-}
-
-/// The same on a multi-threaded runtime with one worker, where a read takes over its calling
-/// thread (`block_in_place`): the worker's other tasks move to another thread meanwhile.
-#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn sqlite_reads_leave_the_only_worker_free() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    const ITEMS: usize = 10_000;
-    let store = Arc::new(testing::memory_store());
-    let groups = (0..ITEMS)
+async fn fill_for_a_long_read(store: &SqliteStore) {
+    let groups = (0..LONG_READ_ITEMS)
         .map(|i| {
             vec![WriteOp::Put {
                 item: Item::new("P", format!("S#{i:05}"), json!({"i": i})),
@@ -796,27 +756,40 @@ async fn sqlite_reads_leave_the_only_worker_free() {
         })
         .collect();
     store.transact_write_each(groups).await.unwrap();
-    let ticks = Arc::new(AtomicUsize::new(0));
-    let ticker = tokio::spawn({
-        let ticks = ticks.clone();
-        async move {
-            loop {
-                ticks.fetch_add(1, Ordering::Relaxed);
-                tokio::task::yield_now().await;
-            }
-        }
-    });
+}
+
+/// SQLite reads leave the executor free: on a one-thread runtime another task runs while a
+/// long read is in flight (an inline read would never yield).
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_reads_run_off_the_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = SqliteStore::open(&dir.path().join("store.sqlite")).unwrap();
+    for store in [file, testing::memory_store()] {
+        fill_for_a_long_read(&store).await;
+        let ticker = testing::Ticker::start();
+        let page = store.query("P", QueryOptions::default()).await.unwrap();
+        assert_eq!(page.items.len(), LONG_READ_ITEMS);
+        assert!(ticker.ticks.get() > 0);
+    }
+}
+
+/// The same on a multi-threaded runtime with one worker, where a read takes over its calling
+/// thread (`block_in_place`): the worker's other tasks move to another thread meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn sqlite_reads_leave_the_only_worker_free() {
+    let store = Arc::new(testing::memory_store());
+    fill_for_a_long_read(&store).await;
+    let ticker = testing::Ticker::start();
     // The test's own future runs outside the worker; the read must run on it.
     let reader = tokio::spawn({
-        let (store, ticks) = (store.clone(), ticks.clone());
+        let (store, ticks) = (store.clone(), ticker.ticks.clone());
         async move {
-            let before = ticks.load(Ordering::Relaxed);
+            let before = ticks.get();
             let page = store.query("P", QueryOptions::default()).await.unwrap();
-            assert_eq!(page.items.len(), ITEMS);
-            ticks.load(Ordering::Relaxed) - before
+            assert_eq!(page.items.len(), LONG_READ_ITEMS);
+            ticks.get() - before
         }
     });
     let ticked_during_read = reader.await.unwrap();
     assert!(ticked_during_read > 0);
-    ticker.abort();
 }

@@ -50,7 +50,7 @@ impl Job for Commit {
     }
 }
 
-pub fn commit_summary(reports: &[CommitReport]) -> Value {
+fn commit_summary(reports: &[CommitReport]) -> Value {
     Value::Array(
         reports
             .iter()

@@ -4,7 +4,7 @@
 //! as an SQS message to the `worker` function; embedded it runs as a task of this process. Either
 //! way [`Jobs::execute`] runs it: the run's record in the Store (see [`runs`]) says queued,
 //! running, retrying, succeeded or failed, with its times and last error, so any instance can
-//! answer a status poll. A failed attempt is retried with exponential backoff and full jitter
+//! answer a status poll. A failed attempt is retried with exponential backoff and equal jitter
 //! until the job's `max_attempts`; schedules (EventBridge in AWS, [`schedule::every`] embedded)
 //! start runs by name.
 
@@ -17,7 +17,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
@@ -44,8 +43,7 @@ pub trait Job: Send + Sync + 'static {
     /// The wait before attempt `attempt + 1`, before jitter: doubling from 2 s, at most 15 minutes
     /// (the longest delay SQS can hold a message).
     fn backoff(&self, attempt: u32) -> Duration {
-        let doubled = 2u64.saturating_pow(attempt.saturating_sub(1).min(20));
-        Duration::from_secs(2u64.saturating_mul(doubled).min(MAX_DELAY.as_secs()))
+        crate::backoff::ceiling(Duration::from_secs(2), MAX_DELAY, attempt)
     }
 
     /// Does the work; the value is kept on the run record as its output.
@@ -80,12 +78,6 @@ impl JobContext {
     pub fn team(&self, job: &str) -> Result<i64, JobError> {
         self.team_id
             .ok_or_else(|| JobError::permanent(format!("the {job} job needs a team_id")))
-    }
-
-    /// Time left before the deadline, if there is one.
-    pub fn remaining(&self) -> Option<Duration> {
-        self.deadline
-            .map(|deadline| deadline.saturating_duration_since(Instant::now()))
     }
 }
 
@@ -257,7 +249,7 @@ impl Jobs {
         match outcome {
             Ok(output) => runs::finish(state, &key, Ok(output)).await,
             Err(error) if error.retryable() && envelope.attempt < job.max_attempts() => {
-                let delay = jittered(job.backoff(envelope.attempt));
+                let delay = crate::backoff::equal_jitter(job.backoff(envelope.attempt));
                 tracing::warn!(job = %envelope.job, run = %envelope.run_id, attempt = envelope.attempt,
                     error = %error.chain(), ?delay, "job attempt failed; retrying");
                 let next = Envelope {
@@ -277,15 +269,6 @@ impl Jobs {
             }
         }
     }
-}
-
-/// Up to `base`, uniformly ("full jitter"), so retries of many runs spread out.
-fn jittered(base: Duration) -> Duration {
-    if base.is_zero() {
-        return base;
-    }
-    let millis = base.as_millis().min(u64::MAX as u128) as u64;
-    Duration::from_millis(rand::thread_rng().gen_range(millis / 2..=millis))
 }
 
 /// Sends a run to the worker through SQS when a queue is configured, else runs it in a task of
@@ -349,10 +332,6 @@ mod tests {
         assert_eq!(&waits[..5], &[2, 4, 8, 16, 32]);
         assert_eq!(waits[11], 900);
         assert_eq!(Named.backoff(u32::MAX).as_secs(), 900);
-        for _ in 0..100 {
-            let wait = jittered(Duration::from_secs(8));
-            assert!(wait >= Duration::from_secs(4) && wait <= Duration::from_secs(8));
-        }
     }
 
     #[test]

@@ -308,21 +308,9 @@ mod tests {
     /// checked: Argon2 runs on the blocking pool, not on the executor's only thread.
     #[tokio::test(flavor = "current_thread")]
     async fn hashing_leaves_the_executor_free() {
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicUsize, Ordering};
-
-        let ticks = Arc::new(AtomicUsize::new(0));
-        let ticker = tokio::spawn({
-            let ticks = ticks.clone();
-            async move {
-                loop {
-                    ticks.fetch_add(1, Ordering::Relaxed);
-                    tokio::task::yield_now().await;
-                }
-            }
-        });
+        let ticker = crate::testing::Ticker::start();
         let hash = hash_password("correct horse").await.unwrap();
-        let after_hashing = ticks.load(Ordering::Relaxed);
+        let after_hashing = ticker.ticks.get();
         assert!(
             after_hashing > 0,
             "the other task did not run while hashing"
@@ -340,9 +328,8 @@ mod tests {
         assert!(user.password_matches("correct horse").await.unwrap());
         assert!(!user.password_matches("wrong").await.unwrap());
         assert!(
-            ticks.load(Ordering::Relaxed) > after_hashing,
+            ticker.ticks.get() > after_hashing,
             "the other task did not run while checking"
         );
-        ticker.abort();
     }
 }

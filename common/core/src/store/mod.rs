@@ -8,7 +8,6 @@ mod sqlite;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rand::Rng;
 use serde::{Serialize, de::DeserializeOwned};
 
 pub use cursor::Cursor;
@@ -333,10 +332,7 @@ const BACKOFF_CAP: Duration = Duration::from_millis(100);
 /// The pause before retry `attempt` (1 for the first retry) of a write that lost a race:
 /// exponential backoff with full jitter, so writers that collided do not collide again in step.
 pub fn conflict_backoff(attempt: u32) -> Duration {
-    let ceiling = BACKOFF_BASE
-        .saturating_mul(1 << attempt.saturating_sub(1).min(16))
-        .min(BACKOFF_CAP);
-    rand::thread_rng().gen_range(Duration::ZERO..=ceiling)
+    crate::backoff::full_jitter(crate::backoff::ceiling(BACKOFF_BASE, BACKOFF_CAP, attempt))
 }
 
 /// Read, change and write back one item under optimistic locking, retrying on concurrent changes
