@@ -15,6 +15,7 @@ pub fn routes() -> Router<AppState> {
     users::router()
         .merge(capture::router())
         .merge(query::router())
+        .merge(flags::router())
 }
 
 pub fn app(state: AppState) -> App {

@@ -1,0 +1,1 @@
+//! Property conditions (posthog-python's `match_property`). OWNER: evaluation helper.

@@ -1,0 +1,1 @@
+//! Write-side validation of a flag. OWNER: CRUD helper.

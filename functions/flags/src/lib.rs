@@ -1,0 +1,46 @@
+//! Route family `flags`: feature-flag CRUD and its activity log (`/api/projects/:id/feature_flags/`),
+//! evaluation for PostHog's SDKs (`/flags/`, `/decide/`) and the definitions server SDKs evaluate
+//! locally (`/api/feature_flag/local_evaluation/`, `/flags/definitions`).
+
+mod crud;
+mod definitions;
+mod sdk;
+
+use axum::Router;
+use axum::routing::get;
+use common::AppState;
+
+/// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/projects/{project_id}/feature_flags",
+            get(crud::list).post(crud::create),
+        )
+        .route(
+            "/api/projects/{project_id}/feature_flags/activity",
+            get(crud::activity_of_all),
+        )
+        .route(
+            "/api/projects/{project_id}/feature_flags/local_evaluation",
+            get(definitions::for_project),
+        )
+        .route(
+            "/api/projects/{project_id}/feature_flags/{id}",
+            get(crud::retrieve)
+                .patch(crud::update)
+                .put(crud::update)
+                .delete(crud::destroy),
+        )
+        .route(
+            "/api/projects/{project_id}/feature_flags/{id}/activity",
+            get(crud::activity_of_one),
+        )
+        .route(
+            "/api/feature_flag/local_evaluation",
+            get(definitions::for_token),
+        )
+        .route("/flags/definitions", get(definitions::for_token))
+        .route("/flags", get(sdk::flags).post(sdk::flags))
+        .route("/decide", get(sdk::decide).post(sdk::decide))
+}
