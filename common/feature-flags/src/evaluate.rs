@@ -61,13 +61,48 @@ pub enum EvaluationError {
     Inconclusive(String),
 }
 
-/// Evaluates `flags` (a project's live flags; inactive ones are skipped) for `subject`, limited
-/// to `only` keys when given. Flag dependencies (`type: flag`) are resolved among `flags`.
+/// A project's live flags made ready to evaluate many times (regexes compiled once, variant
+/// tables built once): what the SDK path caches per project.
+#[derive(Debug)]
+pub struct PreparedFlags {
+    flags: Vec<FeatureFlag>,
+}
+
+impl PreparedFlags {
+    /// From a project's flags; deleted ones are dropped, inactive ones kept (dependencies may
+    /// name them) but never answered.
+    pub fn new(flags: Vec<FeatureFlag>) -> Self {
+        let _ = &flags;
+        todo!("evaluation helper")
+    }
+
+    pub fn flags(&self) -> &[FeatureFlag] {
+        &self.flags
+    }
+
+    /// Whether any active flag has a person-property condition (the SDK path then reads the
+    /// stored person, once per request).
+    pub fn needs_person_properties(&self) -> bool {
+        todo!("evaluation helper")
+    }
+
+    /// Evaluates the active flags for `subject`, limited to `only` keys when given. Flag
+    /// dependencies (`type: flag`) are resolved among these flags.
+    pub fn evaluate(
+        &self,
+        subject: &Subject<'_>,
+        only: Option<&[String]>,
+    ) -> BTreeMap<String, Result<Evaluation, EvaluationError>> {
+        let _ = (subject, only);
+        todo!("evaluation helper")
+    }
+}
+
+/// [`PreparedFlags::evaluate`] for flags used once.
 pub fn evaluate_all(
     flags: &[FeatureFlag],
     subject: &Subject<'_>,
     only: Option<&[String]>,
 ) -> BTreeMap<String, Result<Evaluation, EvaluationError>> {
-    let _ = (flags, subject, only);
-    todo!("evaluation helper")
+    PreparedFlags::new(flags.to_vec()).evaluate(subject, only)
 }

@@ -2,6 +2,7 @@
 //! (a multivariate flag with `control`) and surveys (targeting flags): the model, its repository
 //! in the Store with write validation, and evaluation with PostHog's hashing.
 
+pub mod cache;
 pub mod evaluate;
 pub mod hash;
 pub mod matching;
@@ -9,5 +10,7 @@ pub mod model;
 pub mod repository;
 pub mod validate;
 
-pub use evaluate::{Evaluation, EvaluationError, Reason, ReasonCode, Subject, evaluate_all};
+pub use evaluate::{
+    Evaluation, EvaluationError, PreparedFlags, Reason, ReasonCode, Subject, evaluate_all,
+};
 pub use model::{FeatureFlag, FlagFilters, FlagGroup, FlagKind, Operator, PropertyFilter};
