@@ -1,5 +1,6 @@
 //! Shared by every function: configuration, errors, auth, models, storage and HTTP helpers.
 
+pub mod activity;
 pub mod auth;
 pub mod backoff;
 pub mod clock;
