@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod auth;
 pub mod backoff;
+pub mod cache;
 pub mod clock;
 pub mod config;
 pub mod cors;
@@ -15,7 +16,9 @@ pub mod mailer;
 pub mod models;
 pub mod objects;
 pub mod pagination;
+pub mod project_tokens;
 pub mod provisioning;
+pub mod sdk_body;
 pub mod secrets;
 pub mod staging;
 pub mod state;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 
+use crate::cache::Cache;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Backend, Config, MailerKind};
 use crate::jobs::Jobs;
@@ -30,6 +31,9 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The background jobs this process can run, and how their runs are delivered.
     pub jobs: Arc<Jobs>,
+    /// This process's short-lived copies of what the Store holds (token -> project, a project's
+    /// flags), read with `clock`'s time.
+    pub cache: Arc<Cache>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +92,7 @@ impl AppState {
             http,
             clock: Arc::new(SystemClock),
             jobs: Arc::new(Jobs::default()),
+            cache: Arc::new(Cache::default()),
         })
     }
 }

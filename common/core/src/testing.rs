@@ -161,6 +161,7 @@ impl TestState {
                 http: reqwest::Client::new(),
                 clock: Arc::new(crate::clock::SystemClock),
                 jobs: Arc::new(crate::jobs::Jobs::default()),
+                cache: Arc::new(crate::cache::Cache::default()),
             },
             backend: TestBackend::Cloud,
             _dir: Some(dir),

@@ -29,28 +29,10 @@ const WRITES_PER_CALL: usize = 400;
 /// Persons with staged updates before they are written (as many as one grouped call takes).
 const PENDING_PERSONS: usize = MAX_TRANSACTION_ITEMS * WRITES_PER_CALL;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Person {
-    pub uuid: Uuid,
-    pub team_id: i64,
-    pub properties: Map<String, Value>,
-    pub is_identified: bool,
-    pub created_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct DistinctId {
-    distinct_id: String,
-    person: Uuid,
-}
-
-fn person_pk(team_id: i64, uuid: Uuid) -> String {
-    format!("PERSON#{team_id}#{uuid}")
-}
-
-fn distinct_pk(team_id: i64, distinct_id: &str) -> String {
-    format!("DISTINCT#{team_id}#{distinct_id}")
-}
+// The read side (the person, its keys, `person_of`) lives in common core, so functions that only
+// read persons (flags) need not link the engine.
+pub use common::models::person::Person;
+use common::models::person::{DISTINCT_SK, DistinctId, PERSON_SK, distinct_pk, person_pk};
 
 fn ids_of(team_id: i64, person: Uuid) -> String {
     format!("PDIDS#{team_id}#{person}")
@@ -151,7 +133,7 @@ pub fn persons_index(team_id: i64) -> String {
 
 fn person_item(person: &Person) -> Result<Item, StoreError> {
     Ok(
-        Item::of(person_pk(person.team_id, person.uuid), "PERSON", person)?
+        Item::of(person_pk(person.team_id, person.uuid), PERSON_SK, person)?
             .with_gsi1(persons_index(person.team_id), person.uuid.to_string()),
     )
 }
@@ -162,7 +144,7 @@ fn link_item(team_id: i64, distinct_id: &str, person: Uuid) -> Result<Item, Stor
         person,
     };
     Ok(
-        Item::of(distinct_pk(team_id, distinct_id), "DISTINCT", &link)?
+        Item::of(distinct_pk(team_id, distinct_id), DISTINCT_SK, &link)?
             .with_gsi1(ids_of(team_id, person), distinct_id.to_owned()),
     )
 }
@@ -233,7 +215,7 @@ impl Persons {
         }
         let found = self
             .store
-            .get(&distinct_pk(self.team_id, distinct_id), "DISTINCT")
+            .get(&distinct_pk(self.team_id, distinct_id), DISTINCT_SK)
             .await?
             .map(|item| item.parse::<DistinctId>())
             .transpose()?
@@ -246,7 +228,7 @@ impl Persons {
 
     pub async fn load(&self, person: Uuid) -> Result<Option<Person>, StoreError> {
         self.store
-            .get(&person_pk(self.team_id, person), "PERSON")
+            .get(&person_pk(self.team_id, person), PERSON_SK)
             .await?
             .map(|item| item.parse())
             .transpose()
@@ -412,7 +394,7 @@ impl Persons {
         store::update(
             self.store.as_ref(),
             &person_pk(self.team_id, into),
-            "PERSON",
+            PERSON_SK,
             |mut target: Person| {
                 for (key, value) in &source.properties {
                     target
@@ -432,7 +414,7 @@ impl Persons {
             .put(override_item(self.team_id, from, into)?, Condition::None)
             .await?;
         self.store
-            .delete(&person_pk(self.team_id, from), "PERSON", Condition::None)
+            .delete(&person_pk(self.team_id, from), PERSON_SK, Condition::None)
             .await
     }
 
@@ -550,7 +532,7 @@ impl Persons {
                     None => {
                         let item = self
                             .store
-                            .get(&person_pk(self.team_id, person), "PERSON")
+                            .get(&person_pk(self.team_id, person), PERSON_SK)
                             .await?
                             .ok_or(StoreError::ConditionFailed)?;
                         let current = item.parse()?;
@@ -603,7 +585,7 @@ impl Persons {
         let updated = store::update(
             self.store.as_ref(),
             &staged.item.pk,
-            "PERSON",
+            PERSON_SK,
             |mut current: Person| {
                 for update in &staged.updates {
                     update.apply_to(&mut current);
@@ -701,11 +683,7 @@ pub async fn person_of(
     team_id: i64,
     distinct_id: &str,
 ) -> Result<Option<Person>, StoreError> {
-    let mut persons = Persons::new(store, team_id);
-    match persons.lookup(distinct_id).await? {
-        Some(uuid) => persons.load(uuid).await,
-        None => Ok(None),
-    }
+    common::models::person::person_of(store.as_ref(), team_id, distinct_id).await
 }
 
 #[cfg(test)]

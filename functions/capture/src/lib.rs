@@ -1,9 +1,7 @@
 //! Route family `capture`: what PostHog's SDKs send (`/e/`, `/i/v0/e/`, `/capture/`, `/batch/`,
 //! `/track/`), validated whole, staged durably, then answered `{"status": 1}`.
 
-mod body;
 mod events;
-mod tokens;
 
 pub use events::{distinct_id_fits, name_fits, normalize_one};
 
@@ -31,9 +29,9 @@ async fn capture(
     body: Bytes,
 ) -> ApiResult<axum::Json<Value>> {
     let limit = state.config.max_body_bytes;
-    let document = body::document(&headers, query.as_deref(), &body, limit)?;
+    let document = common::sdk_body::document(&headers, query.as_deref(), &body, limit)?;
     let request = events::Request::parse(document)?;
-    let project = tokens::project_for(&state, request.token.as_deref()).await?;
+    let project = common::project_tokens::project_for(&state, request.token.as_deref()).await?;
     let staged = request.into_staged(chrono::Utc::now())?;
     common::staging::stage(state.objects.as_ref(), project, &staged)
         .await

@@ -2,6 +2,7 @@
 
 mod api_key;
 mod organization;
+pub mod person;
 mod project;
 mod user;
 

@@ -1,15 +1,18 @@
-//! The encodings SDKs use: JSON, gzip (`Content-Encoding: gzip` or `?compression=gzip-js`),
-//! and the form-encoded `data=` field holding JSON, base64 JSON or base64 gzip.
+//! The body encodings PostHog's SDKs use (capture, `/flags`): JSON, gzip (`Content-Encoding:
+//! gzip`, `?compression=gzip-js`, or only its magic bytes), and the form-encoded `data=` field
+//! holding JSON, base64 JSON or base64 gzip.
 
+use std::borrow::Cow;
 use std::io::Read;
 
 use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::{DecodePaddingMode, general_purpose};
-use common::error::{ApiError, ApiResult};
 use flate2::read::GzDecoder;
 use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
 
 /// Accepts padded and unpadded input: SDKs differ.
 const BASE64: GeneralPurpose = GeneralPurpose::new(
@@ -17,6 +20,35 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Why a body could not be read; each route answers it in its own words.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("Invalid gzip body: {0}")]
+    Gzip(#[source] std::io::Error),
+    /// Inflated beyond the limit (bytes).
+    #[error("the body inflates beyond {0} bytes")]
+    TooLarge(usize),
+    #[error("The `data` field is neither JSON nor base64.")]
+    Base64,
+    #[error("A form body needs a `data` field.")]
+    MissingData,
+    #[error("The request has no body.")]
+    Empty,
+    #[error("JSON parse error - {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+/// Capture's answers.
+impl From<BodyError> for ApiError {
+    fn from(error: BodyError) -> Self {
+        match error {
+            BodyError::TooLarge(limit) => ApiError::payload_too_large(limit),
+            BodyError::MissingData => ApiError::field("data", "required", error.to_string()),
+            other => ApiError::parse_error(other.to_string()),
+        }
+    }
+}
 
 fn pairs(text: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(text).into_owned().collect()
@@ -30,28 +62,32 @@ fn field<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
 }
 
 /// Inflates gzip, refusing output beyond `limit` bytes (a small body can expand enormously).
-fn gunzip(bytes: &[u8], limit: usize) -> ApiResult<Vec<u8>> {
+fn gunzip(bytes: &[u8], limit: usize) -> Result<Vec<u8>, BodyError> {
     let mut out = Vec::new();
     GzDecoder::new(bytes)
         .take(limit as u64 + 1)
         .read_to_end(&mut out)
-        .map_err(|e| ApiError::parse_error(format!("Invalid gzip body: {e}")))?;
+        .map_err(BodyError::Gzip)?;
     if out.len() > limit {
-        return Err(ApiError::payload_too_large(limit));
+        return Err(BodyError::TooLarge(limit));
     }
     Ok(out)
 }
 
-fn base64_bytes(text: &str) -> ApiResult<Vec<u8>> {
+fn base64_bytes(text: &str) -> Result<Vec<u8>, BodyError> {
     let cleaned: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     BASE64
         .decode(cleaned.as_bytes())
         .or_else(|_| general_purpose::URL_SAFE_NO_PAD.decode(cleaned.trim_end_matches('=')))
-        .map_err(|_| ApiError::parse_error("The `data` field is neither JSON nor base64."))
+        .map_err(|_| BodyError::Base64)
 }
 
 /// The `data=` field of a form or query string.
-fn from_data_field(data: &str, compression: Option<&str>, limit: usize) -> ApiResult<Vec<u8>> {
+fn from_data_field(
+    data: &str,
+    compression: Option<&str>,
+    limit: usize,
+) -> Result<Vec<u8>, BodyError> {
     let trimmed = data.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         return Ok(data.as_bytes().to_vec());
@@ -64,13 +100,13 @@ fn from_data_field(data: &str, compression: Option<&str>, limit: usize) -> ApiRe
     }
 }
 
-/// The JSON document a capture request carries, however it was encoded.
-pub fn document(
+/// The JSON text a request carries, however it was encoded (borrowed when it came as plain JSON).
+pub fn json_text<'a>(
     headers: &HeaderMap,
     query: Option<&str>,
-    body: &[u8],
+    body: &'a [u8],
     limit: usize,
-) -> ApiResult<Value> {
+) -> Result<Cow<'a, [u8]>, BodyError> {
     let query = pairs(query.unwrap_or("").as_bytes());
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -83,38 +119,43 @@ pub fn document(
         .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
     let compression = field(&query, "compression");
 
-    let mut raw = body.to_vec();
-    // posthog-js gzips `/e/` bodies as `text/plain` without a `compression` marker: the magic
-    // bytes tell, and no JSON or form body starts with them.
+    let mut raw = Cow::Borrowed(body);
+    // posthog-js gzips bodies as `text/plain` without a `compression` marker: the magic bytes
+    // tell, and no JSON or form body starts with them.
     if gzip_header || raw.starts_with(&GZIP_MAGIC) {
-        raw = gunzip(&raw, limit)?;
+        raw = Cow::Owned(gunzip(&raw, limit)?);
     }
     let looks_like_json = raw
         .iter()
         .find(|b| !b.is_ascii_whitespace())
         .is_some_and(|b| *b == b'{' || *b == b'[');
     // `curl -d` labels JSON as a form: trust the body over the label.
-    let json = if content_type.starts_with("application/x-www-form-urlencoded") && !looks_like_json
-    {
+    if content_type.starts_with("application/x-www-form-urlencoded") && !looks_like_json {
         let form = pairs(&raw);
         let Some(data) = field(&form, "data") else {
-            return Err(ApiError::field(
-                "data",
-                "required",
-                "A form body needs a `data` field.",
-            ));
+            return Err(BodyError::MissingData);
         };
-        from_data_field(data, field(&form, "compression").or(compression), limit)?
+        let compression = field(&form, "compression").or(compression);
+        Ok(Cow::Owned(from_data_field(data, compression, limit)?))
     } else if raw.iter().all(u8::is_ascii_whitespace) {
         match field(&query, "data") {
-            Some(data) => from_data_field(data, compression, limit)?,
-            None => return Err(ApiError::parse_error("The request has no body.")),
+            Some(data) => Ok(Cow::Owned(from_data_field(data, compression, limit)?)),
+            None => Err(BodyError::Empty),
         }
     } else {
-        raw
-    };
-    serde_json::from_slice(&json)
-        .map_err(|e| ApiError::parse_error(format!("JSON parse error - {e}")))
+        Ok(raw)
+    }
+}
+
+/// The JSON document a request carries, however it was encoded.
+pub fn document(
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+    limit: usize,
+) -> ApiResult<Value> {
+    let json = json_text(headers, query, body, limit)?;
+    serde_json::from_slice(&json).map_err(|e| BodyError::Json(e).into())
 }
 
 #[cfg(test)]
