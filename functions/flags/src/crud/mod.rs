@@ -1,0 +1,322 @@
+//! `/api/projects/:project_id/feature_flags/`: CRUD and the activity log. Every write is one
+//! Store transaction with its activity entry, then tells the SDK cache that definitions changed.
+
+mod body;
+mod payload;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use common::activity::{self, ActivityPage, Actor};
+use common::error::{ApiError, ApiResult, ErrorType};
+use common::http::Json;
+use common::models::{Project, Scope};
+use common::pagination::Pagination;
+use common::store::{self, Store};
+use common::{AppState, Authenticated};
+use feature_flags::model::FlagKind;
+use feature_flags::repository::{self, NewFlag, WriteError};
+use feature_flags::{FeatureFlag, validate};
+use serde::Deserialize;
+
+use body::FlagBody;
+use payload::Creators;
+
+const FLAG_READ: Scope = Scope::read("feature_flag");
+const FLAG_WRITE: Scope = Scope::write("feature_flag");
+const ACTIVITY_READ: Scope = Scope::read("activity_log");
+
+fn key_taken() -> ApiError {
+    ApiError::field(
+        "key",
+        "unique",
+        "There is already a feature flag with this key.",
+    )
+}
+
+fn write_error(error: WriteError) -> ApiError {
+    match error {
+        WriteError::KeyTaken => key_taken(),
+        WriteError::NotFound => ApiError::not_found(),
+        WriteError::Raced => {
+            ApiError::conflict("The feature flag kept changing under this request; retry.")
+        }
+        WriteError::Store(error) => error.into(),
+    }
+}
+
+/// `:id` of a flag; anything but an integer names no flag.
+fn flag_id(raw: &str) -> ApiResult<i64> {
+    raw.parse::<i64>().map_err(|_| ApiError::not_found())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListParams {
+    search: Option<String>,
+    active: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    key: Option<String>,
+}
+
+/// `GET /feature_flags/`: live flags, newest first, with `search`, `active`, `type`, `key`.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    pagination: Pagination,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, FLAG_READ).await?;
+    let Query(params) = params
+        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let active = match params.active.as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(ApiError::field(
+                "active",
+                "invalid_choice",
+                format!("\"{other}\" is not a valid choice: true or false."),
+            ));
+        }
+    };
+    let kind = match params.kind.as_deref() {
+        None => None,
+        Some("boolean") => Some(FlagKind::Boolean),
+        Some("multivariant") => Some(FlagKind::Multivariant),
+        Some(other) => {
+            return Err(ApiError::field(
+                "type",
+                "invalid_choice",
+                format!("\"{other}\" is not a valid choice: boolean or multivariant."),
+            ));
+        }
+    };
+    let search = params.search.map(|text| text.to_lowercase());
+    let mut flags = repository::list_live(store, project.id).await?;
+    flags.retain(|flag| {
+        active.is_none_or(|active| flag.active == active)
+            && kind.is_none_or(|kind| flag.kind() == kind)
+            && params.key.as_ref().is_none_or(|key| &flag.key == key)
+            && search.as_ref().is_none_or(|needle| {
+                flag.key.to_lowercase().contains(needle)
+                    || flag.name.to_lowercase().contains(needle)
+            })
+    });
+    // PostHog lists newest first.
+    flags.reverse();
+    let shown: Vec<&FeatureFlag> = flags
+        .iter()
+        .skip(pagination.offset)
+        .take(pagination.limit)
+        .collect();
+    let creators = Creators::of(store, &shown).await?;
+    let rendered: Vec<serde_json::Value> = flags
+        .iter()
+        .enumerate()
+        .map(|(index, flag)| {
+            let on_page =
+                index >= pagination.offset && index - pagination.offset < pagination.limit;
+            if on_page {
+                creators.render(flag)
+            } else {
+                serde_json::Value::Null // outside the page: never shown, only counted
+            }
+        })
+        .collect();
+    Ok(axum::Json(pagination.page(&rendered)).into_response())
+}
+
+/// `POST /feature_flags/`
+pub async fn create(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    Json(body): Json<FlagBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, FLAG_WRITE).await?;
+    body.check_unsupported()?;
+    let Some(key) = body.key.clone() else {
+        return Err(ApiError::required("key"));
+    };
+    validate::key(&key)?;
+    if repository::key_holder(store, project.id, &key)
+        .await?
+        .is_some()
+    {
+        return Err(key_taken());
+    }
+    let mut filters = body.filters.clone().unwrap_or_default();
+    if body.filters.is_some() {
+        let flags = repository::list_live(store, project.id).await?;
+        let context = validate::Context {
+            flags: &flags,
+            id: None,
+            key: &key,
+            creating: true,
+        };
+        validate::filters(&mut filters, &context)?;
+    }
+    let new = NewFlag {
+        key,
+        name: body.name.clone().unwrap_or_default(),
+        filters,
+        active: body.active.unwrap_or(true),
+        ensure_experience_continuity: body.ensure_experience_continuity.unwrap_or(false),
+        evaluation_runtime: body.evaluation_runtime.unwrap_or_default(),
+        evaluation_tags: body.evaluation_tags.clone().unwrap_or_default(),
+        created_by: Some(auth.user.uuid),
+    };
+    let at = state.clock.now();
+    let flag = repository::create(store, project.id, new, &Actor::user(&auth.user), at)
+        .await
+        .map_err(write_error)?;
+    feature_flags::cache::definitions_changed(&state, project.id);
+    let answer = payload::flag(&flag, Some(&auth.user));
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
+}
+
+/// `GET /feature_flags/:id/`: 404 for a deleted or unknown flag.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, FLAG_READ).await?;
+    let flag = repository::get_live(store, project.id, flag_id(&id)?)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let creators = Creators::of(store, &[&flag]).await?;
+    Ok(axum::Json(creators.render(&flag)).into_response())
+}
+
+/// `PATCH` (and `PUT`) `/feature_flags/:id/`: a partial update; `deleted: true` soft-deletes.
+/// A `version` other than the stored one is a 409; without one, concurrent writers are retried
+/// so that no update is lost.
+pub async fn update(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    Json(body): Json<FlagBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, FLAG_WRITE).await?;
+    let id = flag_id(&id)?;
+    body.check_unsupported()?;
+    if let Some(key) = &body.key {
+        validate::key(key)?;
+    }
+    let actor = Actor::user(&auth.user);
+    for attempt in 0..store::UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let stored = repository::get(store, project.id, id)
+            .await?
+            .filter(|stored| !stored.flag.deleted)
+            .ok_or_else(ApiError::not_found)?;
+        if let Some(version) = body.version
+            && version != stored.flag.version
+        {
+            return Err(stale_version(store, &project, id).await);
+        }
+        let mut next = body.apply_to(&stored.flag);
+        if next.key != stored.flag.key
+            && let Some(holder) = repository::key_holder(store, project.id, &next.key).await?
+            && holder != id
+        {
+            return Err(key_taken());
+        }
+        if body.filters.is_some() {
+            let flags = repository::list_live(store, project.id).await?;
+            let context = validate::Context {
+                flags: &flags,
+                id: Some(id),
+                key: &next.key,
+                creating: false,
+            };
+            validate::filters(&mut next.filters, &context)?;
+        }
+        match repository::save(store, project.id, &stored, next, &actor, state.clock.now()).await {
+            Ok(saved) => {
+                feature_flags::cache::definitions_changed(&state, project.id);
+                let creators = Creators::of(store, &[&saved]).await?;
+                return Ok(axum::Json(creators.render(&saved)).into_response());
+            }
+            // Read again: a request that carried a version now sees it is stale.
+            Err(WriteError::Raced) => continue,
+            Err(other) => return Err(write_error(other)),
+        }
+    }
+    Err(write_error(WriteError::Raced))
+}
+
+/// PostHog's answer to an edit of a flag someone else changed meanwhile.
+async fn stale_version(store: &dyn Store, project: &Project, id: i64) -> ApiError {
+    let by = match activity::latest(store, project.id, repository::SCOPE, &id.to_string()).await {
+        Ok(Some(entry)) => entry.user.email,
+        // The 409 stands without the name; the lookup's failure is not the caller's problem.
+        Ok(None) => None,
+        Err(error) => {
+            tracing::warn!(%error, "could not read who last changed the flag");
+            None
+        }
+    };
+    ApiError::conflict(format!(
+        "The feature flag was updated by {} since you started editing it. Please refresh and try again.",
+        by.as_deref().unwrap_or("another user")
+    ))
+}
+
+/// `DELETE /feature_flags/:id/`: PostHog's ForbidDestroyModel refuses hard deletes with a 405.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, _id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    auth.project(state.store.as_ref(), &project, FLAG_WRITE)
+        .await?;
+    Err(ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorType::InvalidRequest,
+        "method_not_allowed",
+        "Hard delete of this model is not allowed. Use a patch API call to set \"deleted\" to true",
+    ))
+}
+
+/// `GET /feature_flags/activity/`: every flag's history, newest first.
+pub async fn activity_of_all(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    page: ActivityPage,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, ACTIVITY_READ).await?;
+    let entries = activity::list(store, project.id, repository::SCOPE, None).await?;
+    Ok(axum::Json(page.answer(&entries)).into_response())
+}
+
+/// `GET /feature_flags/:id/activity/`: one flag's history (deleted flags keep theirs).
+pub async fn activity_of_one(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    page: ActivityPage,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, ACTIVITY_READ).await?;
+    let id = flag_id(&id)?;
+    if repository::get(store, project.id, id).await?.is_none() {
+        return Err(ApiError::not_found());
+    }
+    let entries =
+        activity::list(store, project.id, repository::SCOPE, Some(&id.to_string())).await?;
+    Ok(axum::Json(page.answer(&entries)).into_response())
+}
