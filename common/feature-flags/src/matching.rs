@@ -1,1 +1,0 @@
-//! Property conditions (posthog-python's `match_property`). OWNER: evaluation helper.

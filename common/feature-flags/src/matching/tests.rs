@@ -1,0 +1,1 @@
+//! Property matching edge cases.
