@@ -3,8 +3,10 @@
 // the browser makes to the API (preflights included, through the DevTools protocol: Playwright's own
 // request events do not show them), and fails on anything a browser would refuse.
 //
-// Usage: node capture.mjs <api host, e.g. http://127.0.0.1:8000> <project token>
-// Prints one JSON line: {"page_origin", "anon_distinct_id", "requests": [...]}.
+// Usage: node capture.mjs <api host, e.g. http://127.0.0.1:8000> <project token> [flag keys, comma-separated]
+// Prints one JSON line: {"page_origin", "anon_distinct_id", "requests": [...], "flags", "flags_after_identify"}.
+// With flag keys, the page reads each through posthog.getFeatureFlag once /flags has answered (which
+// sends `$feature_flag_called`), and again for `user-1` after identify reloads them.
 // Run by tests/browser/test_browser_capture.py, which checks the lake.
 
 import http from 'node:http';
@@ -12,7 +14,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
 
-const [apiHost, token] = process.argv.slice(2);
+const [apiHost, token, flagKeysArgument] = process.argv.slice(2);
+const flagKeys = (flagKeysArgument ?? '').split(',').filter(Boolean);
 if (!apiHost || !token) {
     console.error('usage: node capture.mjs <api host> <project token>');
     process.exit(2);
@@ -25,6 +28,8 @@ const CHROMIUM_ARGS = [
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 const CAPTURE_PATH = /^\/(e|i\/v0\/e|batch|capture|track)\/?$/;
+const FLAGS_PATH = /^\/(flags|decide)\/?$/;
+const FLAGS_LOAD_MS = 15000;
 // Longer than posthog-js's batch flush interval (3 s): no capture request for this long means done.
 const QUIET_MS = 4000;
 const DEADLINE_MS = 30000;
@@ -42,7 +47,14 @@ function page(apiHost, token) {
     return `<!doctype html>
 <html><head><meta charset="utf-8"><title>shop</title>
 <script src="/posthog.js"></script>
-<script>posthog.init(${JSON.stringify(token)}, ${JSON.stringify(config)});</script>
+<script>posthog.init(${JSON.stringify(token)}, ${JSON.stringify(config)});
+// Every answer of /flags, with the distinct id it was for (no getFeatureFlag: that sends an event).
+window.flagLoads = [];
+posthog.onFeatureFlags(function (flags, variants, context) {
+    window.flagLoads.push({ distinct_id: posthog.get_distinct_id(), variants: variants,
+                            errors_loading: !!(context && context.errorsLoading) });
+});
+</script>
 </head><body><h1>A page of another origin</h1></body></html>`;
 }
 
@@ -68,6 +80,8 @@ const failures = [];
 const requests = new Map(); // DevTools request id -> what happened to it
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 let anonDistinctId = null;
+let flagsSeen = null;
+let flagsAfterIdentify = null;
 try {
     const context = await browser.newContext();
     const tab = await context.newPage();
@@ -112,6 +126,23 @@ try {
     await tab.goto(`${pageOrigin}/`);
     await tab.waitForFunction(() => window.posthog && window.posthog.__loaded);
     anonDistinctId = await tab.evaluate(() => posthog.get_distinct_id());
+    if (flagKeys.length) {
+        // What a site does with a flag: wait for them, then ask (each call sends `$feature_flag_called`).
+        try {
+            await tab.waitForFunction(() => window.flagLoads.length > 0, null, { timeout: FLAGS_LOAD_MS });
+            flagsSeen = await tab.evaluate((keys) => {
+                const values = {};
+                const payloads = {};
+                for (const key of keys) {
+                    values[key] = posthog.getFeatureFlag(key) ?? null;
+                    payloads[key] = posthog.getFeatureFlagPayload(key) ?? null;
+                }
+                return { distinct_id: posthog.get_distinct_id(), values, payloads, loads: window.flagLoads };
+            }, flagKeys);
+        } catch (error) {
+            failures.push(`posthog-js loaded no flags: ${error.message}`);
+        }
+    }
     // What a site does: a custom event, then the user logs in.
     await tab.evaluate(() => {
         posthog.capture('browser check event', { plan: 'pro', items: 3 });
@@ -133,11 +164,23 @@ try {
         }
     }, { apiHost, token });
     if (fetched.error || fetched.status !== 200) failures.push(`credentialed fetch: ${JSON.stringify(fetched)}`);
+    if (flagKeys.length) {
+        // identify reloads the flags for the new distinct id.
+        try {
+            await tab.waitForFunction(
+                () => window.flagLoads.some((load) => load.distinct_id === 'user-1' && !load.errors_loading),
+                null, { timeout: FLAGS_LOAD_MS });
+            flagsAfterIdentify = await tab.evaluate(
+                () => window.flagLoads.filter((load) => load.distinct_id === 'user-1').at(-1));
+        } catch (error) {
+            failures.push(`posthog-js reloaded no flags after identify: ${error.message}`);
+        }
+    }
 
     // Wait for posthog-js's queue to drain: every capture request answered, none for a while.
     const start = Date.now();
     for (;;) {
-        const capture = [...requests.values()].filter((r) => CAPTURE_PATH.test(r.path));
+        const capture = [...requests.values()].filter((r) => CAPTURE_PATH.test(r.path) || FLAGS_PATH.test(r.path));
         const pending = capture.some((r) => !r.done);
         const last = Math.max(start, ...capture.map((r) => r.started));
         if (!pending && Date.now() - last >= QUIET_MS) break;
@@ -154,7 +197,9 @@ try {
 
 const log = [...requests.values()].map(({ started, done, ...rest }) => rest);
 const capture = log.filter((r) => CAPTURE_PATH.test(r.path));
-for (const request of capture) {
+const flagRequests = log.filter((r) => FLAGS_PATH.test(r.path));
+// /flags answers the page like capture does: its origin, credentials allowed.
+for (const request of [...capture, ...flagRequests]) {
     const what = `${request.method} ${request.path}`;
     if (request.error) failures.push(`${what}: ${request.error}`);
     else if (request.method === 'OPTIONS' ? !(request.status >= 200 && request.status < 300) : request.status !== 200)
@@ -166,10 +211,15 @@ const posts = capture.filter((r) => r.method === 'POST' && !r.error);
 if (posts.length === 0) failures.push('the browser sent no capture request');
 // posthog-js sends gzip as text/plain (a "simple" request: no preflight) or JSON (preflighted),
 // depending on its remote config; the page's own credentialed JSON fetch always needs one.
+if (flagKeys.length && !flagRequests.some((r) => r.method === 'POST' && r.status === 200))
+    failures.push('posthog-js sent no /flags request that was answered');
 const preflights = capture.filter((r) => r.method === 'OPTIONS');
 if (!preflights.some((r) => r.path === '/i/v0/e/')) failures.push('no preflight to /i/v0/e/ was seen');
 
-console.log(JSON.stringify({ page_origin: pageOrigin, anon_distinct_id: anonDistinctId, requests: log }));
+console.log(JSON.stringify({
+    page_origin: pageOrigin, anon_distinct_id: anonDistinctId, requests: log,
+    flags: flagsSeen, flags_after_identify: flagsAfterIdentify,
+}));
 if (failures.length) {
     for (const failure of failures) console.error(`browser: ${failure}`);
     process.exit(1);
