@@ -12,6 +12,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
 mod duckdb;
+mod flags;
 mod generator;
 pub mod import;
 mod queries;
@@ -48,6 +49,9 @@ pub enum BenchCommand {
     /// Typical product-analytics queries through `POST /api/projects/:id/query/` over a
     /// generated events table, beside DuckDB over the same Parquet files.
     Query(query::Args),
+    /// Requests/s and latency of `POST /flags/?v=4` (posthog-python's call) on a project of 50
+    /// flags created through the API, random distinct ids, over keep-alive connections.
+    Flags(flags::Args),
 }
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
@@ -85,6 +89,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         } => capture(connections, seconds, batch).await,
         BenchCommand::Import(args) => import::run(args).await,
         BenchCommand::Query(args) => query::run(args).await,
+        BenchCommand::Flags(args) => flags::run(args).await,
     }
 }
 
