@@ -26,6 +26,9 @@ use payload::Creators;
 const FLAG_READ: Scope = Scope::read("feature_flag");
 const FLAG_WRITE: Scope = Scope::write("feature_flag");
 const ACTIVITY_READ: Scope = Scope::read("activity_log");
+/// Tries of an update before it answers 409: generous, since an update without `version` must
+/// not be lost to a burst of concurrent editors (each try is one read and one transaction).
+const UPDATE_ATTEMPTS: u32 = 32;
 
 fn key_taken() -> ApiError {
     ApiError::field(
@@ -213,7 +216,7 @@ pub async fn update(
         validate::key(key)?;
     }
     let actor = Actor::user(&auth.user);
-    for attempt in 0..store::UPDATE_ATTEMPTS {
+    for attempt in 0..UPDATE_ATTEMPTS {
         if attempt > 0 {
             tokio::time::sleep(store::conflict_backoff(attempt)).await;
         }
