@@ -7,6 +7,7 @@ use std::path::Path;
 
 use api_tests::World;
 use axum::body::Body;
+use axum::http::Method;
 use common::testing::TestState;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
@@ -17,6 +18,7 @@ fn family_routes(family: &str) -> axum::Router<common::AppState> {
         "users" => users::router(),
         "capture" => capture::router(),
         "query" => query::router(),
+        "flags" => flags::router(),
         other => panic!("events/{other}/ names no known route family"),
     }
 }
@@ -42,6 +44,37 @@ async fn every_sample_event_is_routed_to_a_handler() {
         .transact_write(sample_project.put_ops().unwrap())
         .await
         .unwrap();
+    // The flag samples read and change flags 1 and 2 of the admin's current project (a
+    // sample's handler answering "Not found." would look unrouted); the SDK samples evaluate
+    // the sample project's flag.
+    let current = world.bootstrap.project.id;
+    let flags = [
+        (current, Some(1), "sample-flag", r#"[]"#),
+        (current, Some(2), "retired-flag", r#"[]"#),
+        (
+            sample_project.id,
+            None,
+            "pro-plan",
+            r#"[{"key": "plan", "type": "person", "value": ["pro"], "operator": "exact"}]"#,
+        ),
+    ];
+    for (project, id, key, properties) in flags {
+        let body = format!(
+            r#"{{"key": "{key}", "filters": {{"groups": [{{"properties": {properties}, "rollout_percentage": 50}}]}}}}"#
+        );
+        let (status, created) = world
+            .send(
+                Method::POST,
+                &format!("/api/projects/{project}/feature_flags/"),
+                Some(world.admin_key()),
+                Some(&body),
+            )
+            .await;
+        assert_eq!(status, 201, "{created}");
+        if let Some(id) = id {
+            assert_eq!(created["id"], id, "{created}");
+        }
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events");
     let mut seen = 0;
     for family in std::fs::read_dir(&root).unwrap() {
@@ -85,13 +118,15 @@ async fn every_sample_event_is_routed_to_a_handler() {
                 "query-",
             ];
             let name = path.file_name().unwrap().to_string_lossy();
-            if family_name == "capture" || stateless.iter().any(|prefix| name.starts_with(prefix)) {
+            // The flag samples' flags exist (made above): every one of them must succeed.
+            let succeeds = family_name == "capture" || family_name == "flags";
+            if succeeds || stateless.iter().any(|prefix| name.starts_with(prefix)) {
                 assert!(status.is_success(), "{}: {status} {body}", path.display());
             }
             seen += 1;
         }
     }
-    assert!(seen >= 28, "only {seen} sample events found");
+    assert!(seen >= 43, "only {seen} sample events found");
 }
 
 #[test]
