@@ -292,6 +292,13 @@ def local_client(server, live_keys):
     loaded = {flag["key"] for flag in client.feature_flags or []}
     assert live_keys <= loaded, f"definitions loaded: {sorted(loaded)}, expected at least {sorted(live_keys)}"
     assert DELETED not in loaded, "a deleted flag is in the definitions"
+    # Older server SDKs read the same definitions from PostHog's older route.
+    headers = {"Authorization": f"Bearer {server.key}"}
+    older = requests.get(f"{server.url}/api/feature_flag/local_evaluation/", params={"token": server.token},
+                         headers=headers, timeout=30)
+    assert older.status_code == 200, (older.status_code, older.text)
+    by_key = {flag["key"]: flag for flag in older.json()["flags"]}
+    assert by_key == {flag["key"]: flag for flag in client.feature_flags}, (by_key, client.feature_flags)
     return client
 
 
