@@ -241,13 +241,13 @@ fn property_shape(
                 return Err(invalid(format!("{path}.value: invalid regex pattern")));
             }
         }
-        Operator::IsDateExact | Operator::IsDateBefore | Operator::IsDateAfter => {
-            if !text.is_some_and(is_date_value) {
-                return Err(invalid_code(
-                    "invalid_date",
-                    format!("Invalid date value: {}", value_text(&property.value)),
-                ));
-            }
+        Operator::IsDateExact | Operator::IsDateBefore | Operator::IsDateAfter
+            if !text.is_some_and(is_date_value) =>
+        {
+            return Err(invalid_code(
+                "invalid_date",
+                format!("Invalid date value: {}", value_text(&property.value)),
+            ));
         }
         Operator::SemverEq
         | Operator::SemverNeq

@@ -73,8 +73,8 @@ impl Creators {
     pub async fn of(store: &dyn Store, flags: &[&FeatureFlag]) -> Result<Self, StoreError> {
         let mut users = HashMap::new();
         for uuid in flags.iter().filter_map(|flag| flag.created_by) {
-            if !users.contains_key(&uuid) {
-                users.insert(uuid, User::load(store, uuid).await?);
+            if let std::collections::hash_map::Entry::Vacant(slot) = users.entry(uuid) {
+                slot.insert(User::load(store, uuid).await?);
             }
         }
         Ok(Self { users })
