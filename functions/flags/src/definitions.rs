@@ -1,16 +1,170 @@
-//! Flag definitions for server SDKs' local evaluation. OWNER: SDK helper.
+//! Flag definitions for server SDKs' local evaluation: `GET /api/feature_flag/local_evaluation/`
+//! and `GET /flags/definitions` (what posthog-python 7.x polls, with `?token=` and an ETag), and
+//! `GET /api/projects/:id/feature_flags/local_evaluation/`. A personal API key with
+//! `feature_flag:read` whose user belongs to the project's organization.
+//!
+//! The answer holds every non-deleted flag, active or not, as PostHog's `local_evaluation` does (an
+//! inactive flag evaluates to false locally, and flag dependencies can name it); cohorts are not
+//! kept by this service, so `cohorts` is empty.
+
+use std::hash::{Hash, Hasher};
 
 use axum::extract::{Path, State};
-use axum::response::Response;
-use common::AppState;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
 use common::error::{ApiError, ApiResult};
+use common::models::{Project, Scope};
+use common::project_tokens::{self, TokenError};
+use common::{AppState, Authenticated};
+use feature_flags::cache::{self, ProjectFlags};
+use feature_flags::matching::PROPERTY_MATCHING_VERSION;
+use feature_flags::model::{EvaluationRuntime, FlagFilters};
+use serde::Serialize;
+use std::collections::BTreeMap;
 
-pub async fn for_token(State(_state): State<AppState>) -> ApiResult<Response> {
-    Err(ApiError::not_found())
-}
-pub async fn for_project(
-    State(_state): State<AppState>,
-    Path(_project): Path<String>,
+/// The project a `?token=` names (else the caller's current project).
+pub async fn for_token(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    uri: Uri,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
-    Err(ApiError::not_found())
+    let scope = Scope::read("feature_flag");
+    auth.require(scope)?;
+    let token = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
+        .map(|pairs| pairs.0)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|(key, value)| key == "token" && !value.is_empty())
+        .map(|(_, value)| value);
+    let raw_id = match token {
+        Some(token) => project_tokens::lookup(&state, Some(&token))
+            .await?
+            .map_err(TokenError::into_api_error)?
+            .to_string(),
+        None => "@current".to_owned(),
+    };
+    let project = auth.project(state.store.as_ref(), &raw_id, scope).await?;
+    answer(&state, &project, &headers).await
+}
+
+pub async fn for_project(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let project = auth
+        .project(state.store.as_ref(), &project, Scope::read("feature_flag"))
+        .await?;
+    answer(&state, &project, &headers).await
+}
+
+/// One flag as the SDKs' local matchers read it (PostHog's `MinimalFeatureFlagSerializer`).
+#[derive(Serialize)]
+struct LocalFlag<'a> {
+    id: i64,
+    team_id: i64,
+    name: &'a str,
+    key: &'a str,
+    filters: &'a FlagFilters,
+    deleted: bool,
+    active: bool,
+    ensure_experience_continuity: bool,
+    /// Payloads are stored as given, never encrypted here.
+    has_encrypted_payloads: bool,
+    version: u64,
+    evaluation_runtime: EvaluationRuntime,
+    evaluation_tags: &'a [String],
+}
+
+#[derive(Serialize)]
+struct Definitions<'a> {
+    flags: Vec<LocalFlag<'a>>,
+    group_type_mapping: &'a BTreeMap<i64, String>,
+    cohorts: BTreeMap<String, ()>,
+    property_matching_version: u8,
+}
+
+fn render(project: &ProjectFlags) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&Definitions {
+        flags: project
+            .flags
+            .flags()
+            .iter()
+            .map(|flag| LocalFlag {
+                id: flag.id,
+                team_id: flag.team_id,
+                name: &flag.name,
+                key: &flag.key,
+                filters: &flag.filters,
+                deleted: flag.deleted,
+                active: flag.active,
+                ensure_experience_continuity: flag.ensure_experience_continuity,
+                has_encrypted_payloads: false,
+                version: flag.version,
+                evaluation_runtime: flag.evaluation_runtime,
+                evaluation_tags: &flag.evaluation_tags,
+            })
+            .collect(),
+        group_type_mapping: &project.group_types,
+        cohorts: BTreeMap::new(),
+        property_matching_version: PROPERTY_MATCHING_VERSION,
+    })
+}
+
+/// A strong ETag of the body: equal bodies, equal tags, in every process of one build.
+fn etag(body: &[u8]) -> String {
+    // `DefaultHasher::new()` has fixed keys, so the tag does not depend on the process.
+    let mut hasher = std::hash::DefaultHasher::new();
+    body.hash(&mut hasher);
+    format!("\"{:016x}{:08x}\"", hasher.finish(), body.len())
+}
+
+/// Whether `If-None-Match` names `tag` (or `*`); weak tags compare by their value.
+fn matches(headers: &HeaderMap, tag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|candidate| candidate.trim().trim_start_matches("W/"))
+        .any(|candidate| candidate == "*" || candidate == tag)
+}
+
+async fn answer(state: &AppState, project: &Project, headers: &HeaderMap) -> ApiResult<Response> {
+    let flags = cache::project_flags(state, project.id).await?;
+    let body = render(&flags).map_err(ApiError::internal)?;
+    let tag = etag(&body);
+    if matches(headers, &tag) {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, tag)]).into_response());
+    }
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (header::ETAG, tag),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn if_none_match_compares_tags() {
+        let tag = etag(b"{}");
+        assert_eq!(tag, etag(b"{}"));
+        assert_ne!(tag, etag(b"{ }"));
+        let mut headers = HeaderMap::new();
+        assert!(!matches(&headers, &tag));
+        headers.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_str(&format!("\"other\", W/{tag}")).unwrap(),
+        );
+        assert!(matches(&headers, &tag));
+    }
 }
