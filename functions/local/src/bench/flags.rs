@@ -308,7 +308,7 @@ fn flag_body(run: &str, index: usize) -> Value {
         }]}),
         6 => json!({"groups": [
             {"properties": [person("country", "is_not", json!(["FR"])),
-                            person("age", "gt", json!(30))], "rollout_percentage": 100},
+                            person("age", "gt", json!("30"))], "rollout_percentage": 100},
             {"properties": [], "rollout_percentage": 5},
         ]}),
         7 => json!({"groups": [{
