@@ -177,10 +177,10 @@ impl<'a> Run<'a> {
     /// The distinct id, or for experience continuity the identifier it was first hashed with.
     fn person_identifier(&self, flag: &PreparedFlag, key: &str) -> &'a str {
         let subject = self.subject;
-        if flag.continuity {
-            if let Some(identifier) = subject.hash_key_overrides.and_then(|map| map.get(key)) {
-                return identifier;
-            }
+        if flag.continuity
+            && let Some(identifier) = subject.hash_key_overrides.and_then(|map| map.get(key))
+        {
+            return identifier;
         }
         subject.distinct_id
     }
@@ -233,10 +233,10 @@ impl<'a> Run<'a> {
                 "flag {key} has a cohort condition, and cohorts are not evaluated here"
             )));
         }
-        if let Some(threshold) = condition.rollout {
-            if rollout_hash(&flag.hash_prefix, identifier) > threshold {
-                return Ok(ConditionResult::OutOfRollout);
-            }
+        if let Some(threshold) = condition.rollout
+            && rollout_hash(&flag.hash_prefix, identifier) > threshold
+        {
+            return Ok(ConditionResult::OutOfRollout);
         }
         Ok(ConditionResult::Match)
     }
