@@ -42,6 +42,7 @@ pub struct Args {
     /// Keep-alive connections sending requests back to back.
     #[arg(long, default_value_t = 64)]
     connections: usize,
+    /// How long the load lasts.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
     /// Distinct ids are drawn at random from this many (`user-<n>`).
