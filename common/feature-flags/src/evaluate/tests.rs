@@ -217,6 +217,14 @@ fn reference_vectors_pick_their_variants() {
     // 0.99333 is inside 99.5% and picks `test`; at 99% it would be out of bounds.
     let beta = one(&prepared, &Who::new("distinct_id_1"), "beta-feature");
     assert_eq!(beta.variant.as_deref(), Some("test"));
+    let at_99 = PreparedFlags::new(vec![flag(
+        3,
+        "beta-feature",
+        json!({"groups": [{"properties": [], "rollout_percentage": 99}]}),
+    )]);
+    let out = one(&at_99, &Who::new("distinct_id_1"), "beta-feature");
+    assert!(!out.enabled);
+    assert_eq!(out.reason.code, ReasonCode::OutOfRolloutBound);
 }
 
 #[test]
