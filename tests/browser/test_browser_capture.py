@@ -10,9 +10,9 @@ events landed, from the page, with the identified person, and `$feature_flag_cal
 values posthog-js read. Those values are the ones /flags gives for the same distinct id and the
 reference hash (section 3.2) computed here, before and after identify.
 
-Run by scripts/test: `python tests/browser/test_browser_capture.py <analytics binary>` (embedded;
-an emulator endpoint after it adds the DynamoDB/S3 backend). Needs /usr/bin/chromium and
-`npm ci` done in tests/browser.
+Run by scripts/test: `python tests/browser/test_browser_capture.py <analytics binary> [emulator
+endpoint]` (embedded, then DynamoDB/S3 on the emulator when it is given). Needs /usr/bin/chromium
+and `npm ci` done in tests/browser.
 """
 import json
 import os
