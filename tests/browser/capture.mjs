@@ -180,9 +180,9 @@ try {
     // Wait for posthog-js's queue to drain: every capture request answered, none for a while.
     const start = Date.now();
     for (;;) {
-        const capture = [...requests.values()].filter((r) => CAPTURE_PATH.test(r.path) || FLAGS_PATH.test(r.path));
-        const pending = capture.some((r) => !r.done);
-        const last = Math.max(start, ...capture.map((r) => r.started));
+        const watched = [...requests.values()].filter((r) => CAPTURE_PATH.test(r.path) || FLAGS_PATH.test(r.path));
+        const pending = watched.some((r) => !r.done);
+        const last = Math.max(start, ...watched.map((r) => r.started));
         if (!pending && Date.now() - last >= QUIET_MS) break;
         if (Date.now() - start > DEADLINE_MS) {
             failures.push('capture requests still pending after 30 s');
