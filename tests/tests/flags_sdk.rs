@@ -793,3 +793,54 @@ async fn a_change_through_the_api_is_served_at_once() {
         assert!(answer["flags"].get("fresh").is_none(), "{name} {answer}");
     }
 }
+
+#[tokio::test]
+async fn experience_continuity_keeps_the_anonymous_answer() {
+    for world in World::all().await {
+        let name = world.name();
+        create(
+            &world,
+            json!({"key": "sticky", "ensure_experience_continuity": true,
+                "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]}}),
+        )
+        .await;
+        let ask = |distinct_id: &str, anon: Option<&str>| {
+            let mut body = json!({"token": token(&world), "distinct_id": distinct_id});
+            if let Some(anon) = anon {
+                body["$anon_distinct_id"] = json!(anon);
+            }
+            post_json(&world, "/flags/?v=4", body)
+        };
+        let value = |answer: &Value| answer["flags"]["sticky"]["enabled"].as_bool().unwrap();
+        let anonymous = value(&ask("anon-1", None).await.1);
+        // An identified id the rollout answers the other way.
+        let mut identified = None;
+        for i in 0..64 {
+            let candidate = format!("user-{i}");
+            if value(&ask(&candidate, None).await.1) != anonymous {
+                identified = Some(candidate);
+                break;
+            }
+        }
+        let identified = identified.expect("some id on the other side of 50 %");
+        let (_, answer) = ask(&identified, Some("anon-1")).await;
+        assert_eq!(value(&answer), anonymous, "{name} {answer}");
+        // Recorded: later requests without the anonymous id, or with another one, keep it.
+        assert_eq!(value(&ask(&identified, None).await.1), anonymous, "{name}");
+        let other = (0..64)
+            .map(|i| format!("anon-other-{i}"))
+            .find(|id| reference_rollout("sticky", id, 50.0) != anonymous)
+            .unwrap();
+        assert_eq!(
+            value(&ask(&identified, Some(&other)).await.1),
+            anonymous,
+            "{name}"
+        );
+    }
+}
+
+/// Reference section 3.2's rollout hash: whether `id` is within `percentage` of `flag`.
+fn reference_rollout(flag: &str, id: &str, percentage: f64) -> bool {
+    use feature_flags::hash::{flag_prefix, rollout_hash};
+    rollout_hash(&flag_prefix(flag), id) <= percentage / 100.0
+}

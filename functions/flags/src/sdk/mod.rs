@@ -4,9 +4,11 @@
 //! (gzip as text/plain, or a base64 form) with `flag_keys`; old SDKs post `/decide/?v=3`. The
 //! shapes per route and `v` follow PostHog's flags service ([`response::Shape`]).
 //!
-//! On a warm cache a request makes no Store call, unless a flag has a person-property condition:
-//! then the stored person is read once (request properties win over it).
+//! On a warm cache a request makes no Store call, unless a flag has a person-property condition
+//! (the stored person is read once; request properties win over it) or asks for experience
+//! continuity (its hash-key overrides are read, see [`continuity`]).
 
+mod continuity;
 mod request;
 mod response;
 
@@ -158,6 +160,14 @@ async fn evaluate(
     } else {
         request_properties
     };
+    let overrides = continuity::overrides(
+        state,
+        team_id,
+        project,
+        distinct_id,
+        body.anon_distinct_id.as_deref(),
+    )
+    .await?;
     let subject = Subject {
         distinct_id,
         device_id: body.device_id.as_deref(),
@@ -165,7 +175,7 @@ async fn evaluate(
         person_properties,
         group_properties: body.group_properties.as_ref().unwrap_or(&empty),
         group_types: &project.group_types,
-        hash_key_overrides: None,
+        hash_key_overrides: overrides.as_ref(),
     };
     Ok(project.flags.evaluate(&subject, body.flag_keys.as_deref()))
 }
