@@ -12,7 +12,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -137,6 +137,8 @@ pub struct PreparedFlags {
     prepared: Vec<PreparedFlag>,
     by_key: HashMap<String, usize>,
     needs_person_properties: bool,
+    /// The person-property keys active flags read; `None` when a cohort needs the whole person.
+    person_keys: Option<BTreeSet<String>>,
 }
 
 impl PreparedFlags {
@@ -161,11 +163,20 @@ impl PreparedFlags {
         let needs_person_properties = prepared
             .iter()
             .any(|flag| flag.active && flag.reads_person_properties());
+        let person_keys = prepared
+            .iter()
+            .filter(|flag| flag.active)
+            .map(PreparedFlag::person_property_keys)
+            .try_fold(BTreeSet::new(), |mut all, keys| {
+                all.extend(keys?);
+                Some(all)
+            });
         Self {
             flags,
             prepared,
             by_key,
             needs_person_properties,
+            person_keys,
         }
     }
 
@@ -177,6 +188,17 @@ impl PreparedFlags {
     /// stored person, once per request).
     pub fn needs_person_properties(&self) -> bool {
         self.needs_person_properties
+    }
+
+    /// Whether the stored person can change an answer given the request's own person
+    /// properties: not when the request carries every key a condition reads (request values
+    /// win over stored ones), which spares the SDK path its one Store read.
+    pub fn needs_stored_person(&self, request: &Map<String, Value>) -> bool {
+        self.needs_person_properties
+            && match &self.person_keys {
+                Some(keys) => keys.iter().any(|key| !request.contains_key(key)),
+                None => true,
+            }
     }
 
     /// Evaluates the active flags for `subject`, limited to `only` keys when given. Flag

@@ -168,6 +168,24 @@ impl PreparedFlag {
     }
 }
 
+impl PreparedFlag {
+    /// The person-property keys this flag's conditions read; `None` when a cohort condition
+    /// needs the whole person.
+    pub fn person_property_keys(&self) -> Option<Vec<String>> {
+        let mut keys = Vec::new();
+        for condition in self.conditions.iter().chain(self.super_condition.iter()) {
+            if condition.has_cohort {
+                return None;
+            }
+            keys.extend(condition.filters.iter().filter_map(|filter| match filter {
+                PreparedFilter::Person(matcher) => Some(matcher.key().to_owned()),
+                _ => None,
+            }));
+        }
+        Some(keys)
+    }
+}
+
 impl PreparedCondition {
     fn new(
         index: usize,

@@ -735,6 +735,48 @@ fn person_properties_needed_only_for_person_conditions() {
 }
 
 #[test]
+fn the_stored_person_is_needed_only_for_keys_the_request_lacks() {
+    let prepared = PreparedFlags::new(vec![
+        flag(
+            1,
+            "plan",
+            json!({"groups": [{"properties": [{"key": "plan", "value": "pro"}]}]}),
+        ),
+        flag(
+            2,
+            "early",
+            json!({
+                "groups": [{"properties": [{"key": "email", "value": "@x", "operator": "icontains"}]}],
+                "super_groups": [{"properties": [{"key": "$feature_enrollment/early", "value": ["true"]}]}],
+            }),
+        ),
+    ]);
+    let request = |value: serde_json::Value| value.as_object().unwrap().clone();
+    assert!(prepared.needs_stored_person(&request(json!({}))));
+    assert!(prepared.needs_stored_person(&request(json!({"plan": "pro", "email": "a@x"}))));
+    assert!(!prepared.needs_stored_person(&request(
+        json!({"plan": "pro", "email": "a@x", "$feature_enrollment/early": null})
+    )));
+    // A cohort needs the whole person whatever the request carries.
+    let cohort = PreparedFlags::new(vec![flag(
+        3,
+        "cohort",
+        json!({"groups": [{"properties": [{"key": "id", "type": "cohort", "value": 3, "operator": "in"}]}]}),
+    )]);
+    assert!(cohort.needs_stored_person(&request(json!({"id": 3}))));
+    // Group conditions never need it.
+    let group_only = PreparedFlags::new(vec![flag(
+        4,
+        "g",
+        json!({
+            "aggregation_group_type_index": 0,
+            "groups": [{"properties": [{"key": "plan", "value": "x", "type": "group", "group_type_index": 0}]}],
+        }),
+    )]);
+    assert!(!group_only.needs_stored_person(&request(json!({}))));
+}
+
+#[test]
 fn evaluate_all_is_prepared_evaluate() {
     let flags = vec![flag(
         1,

@@ -143,7 +143,7 @@ async fn evaluate(
     let request_properties = body.person_properties.as_ref().unwrap_or(&empty);
     // The stored person only when a condition may read it; request values win.
     let merged;
-    let person_properties = if project.flags.needs_person_properties() {
+    let person_properties = if project.flags.needs_stored_person(request_properties) {
         match person::person_of(state.store.as_ref(), team_id, distinct_id).await? {
             Some(stored) => {
                 let mut properties = stored.properties;
