@@ -128,6 +128,30 @@ impl World {
         assert_eq!(status, StatusCode::OK, "{} {answer}", self.name());
     }
 
+    /// The bootstrap project's feature-flag collection.
+    pub fn flags_uri(&self) -> String {
+        format!("/api/projects/{}/feature_flags/", self.bootstrap.project.id)
+    }
+
+    /// Creates a feature flag with the admin key; it must be accepted (201). Returns the flag.
+    pub async fn create_flag(&self, body: Value) -> Value {
+        let (status, answer) = self
+            .send(
+                Method::POST,
+                &self.flags_uri(),
+                Some(self.admin_key()),
+                Some(&body.to_string()),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "{} {body} {answer}",
+            self.name()
+        );
+        answer
+    }
+
     pub async fn get(&self, uri: &str, key: Option<&str>) -> (StatusCode, Value) {
         self.send(Method::GET, uri, key, None).await
     }

@@ -5,36 +5,11 @@ use api_tests::{World, error_shape};
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-fn flags_uri(world: &World) -> String {
-    format!(
-        "/api/projects/{}/feature_flags/",
-        world.bootstrap.project.id
-    )
-}
-
-async fn create(world: &World, body: Value) -> Value {
-    let (status, answer) = world
-        .send(
-            Method::POST,
-            &flags_uri(world),
-            Some(world.admin_key()),
-            Some(&body.to_string()),
-        )
-        .await;
-    assert_eq!(
-        status,
-        StatusCode::CREATED,
-        "{} {body} {answer}",
-        world.name()
-    );
-    answer
-}
-
 async fn patch(world: &World, id: i64, body: Value) -> (StatusCode, Value) {
     world
         .send(
             Method::PATCH,
-            &format!("{}{id}/", flags_uri(world)),
+            &format!("{}{id}/", world.flags_uri()),
             Some(world.admin_key()),
             Some(&body.to_string()),
         )
@@ -58,7 +33,7 @@ async fn create_read_update_soft_delete_and_reuse_the_key() {
     for world in World::all().await {
         let name = world.name();
         let key = Some(world.admin_key());
-        let created = create(&world, simple("beta-feature", 37.0)).await;
+        let created = world.create_flag(simple("beta-feature", 37.0)).await;
         let id = created["id"].as_i64().unwrap();
         assert_eq!(created["key"], "beta-feature", "{name}");
         assert_eq!(created["name"], "About beta-feature", "{name}");
@@ -77,7 +52,7 @@ async fn create_read_update_soft_delete_and_reuse_the_key() {
             "{name}"
         );
         // Ids are per project and count up.
-        let second = create(&world, multivariate("experiment-flag")).await;
+        let second = world.create_flag(multivariate("experiment-flag")).await;
         assert_eq!(second["id"].as_i64(), Some(id + 1), "{name}");
         assert_eq!(second["is_simple_flag"], true, "{name}");
         // Payloads are kept as JSON text, as PostHog stores them.
@@ -86,7 +61,7 @@ async fn create_read_update_soft_delete_and_reuse_the_key() {
             "{name}"
         );
 
-        let one = format!("{}{id}/", flags_uri(&world));
+        let one = format!("{}{id}/", world.flags_uri());
         let (status, read) = world.get(&one, key).await;
         assert_eq!(status, StatusCode::OK, "{name}");
         assert_eq!(read, created, "{name}");
@@ -123,7 +98,7 @@ async fn create_read_update_soft_delete_and_reuse_the_key() {
         let (status, body) = world
             .send(
                 Method::POST,
-                &flags_uri(&world),
+                &world.flags_uri(),
                 key,
                 Some(&simple("beta-feature", 10.0).to_string()),
             )
@@ -151,15 +126,15 @@ async fn create_read_update_soft_delete_and_reuse_the_key() {
         assert_eq!(status, StatusCode::NOT_FOUND, "{name} {body}");
         let (status, _) = patch(&world, id, json!({"name": "ghost"})).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{name}");
-        let (_, page) = world.get(&flags_uri(&world), key).await;
+        let (_, page) = world.get(&world.flags_uri(), key).await;
         assert_eq!(page["count"], 1, "{name} {page}");
 
         // The key is free again after the soft delete.
-        let reused = create(&world, simple("beta-feature", 5.0)).await;
+        let reused = world.create_flag(simple("beta-feature", 5.0)).await;
         assert_eq!(reused["id"].as_i64(), Some(id + 2), "{name}");
         for missing in ["999", "abc"] {
             let (status, body) = world
-                .get(&format!("{}{missing}/", flags_uri(&world)), key)
+                .get(&format!("{}{missing}/", world.flags_uri()), key)
                 .await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{name} {missing}");
             error_shape(&body);
@@ -171,7 +146,7 @@ async fn create_read_update_soft_delete_and_reuse_the_key() {
 async fn every_invalid_write_is_a_400_naming_its_field() {
     for world in World::all().await {
         let name = world.name();
-        let dependency = create(&world, simple("base", 100.0)).await["id"]
+        let dependency = world.create_flag(simple("base", 100.0)).await["id"]
             .as_i64()
             .unwrap();
         let group = json!({"properties": [], "rollout_percentage": 50});
@@ -278,7 +253,7 @@ async fn every_invalid_write_is_a_400_naming_its_field() {
             let (status, answer) = world
                 .send(
                     Method::POST,
-                    &flags_uri(&world),
+                    &world.flags_uri(),
                     Some(world.admin_key()),
                     Some(&body.to_string()),
                 )
@@ -294,14 +269,13 @@ async fn every_invalid_write_is_a_400_naming_its_field() {
         let (_, answer) = world
             .send(
                 Method::POST,
-                &flags_uri(&world),
+                &world.flags_uri(),
                 Some(world.admin_key()),
                 Some(
                     &json!({"key": "x", "filters": {"groups": [group], "multivariate": {"variants": [
                     {"key": "a", "rollout_percentage": 60}, {"key": "b", "rollout_percentage": 30}]}}})
                     .to_string(),
-                ),
-            )
+                ))
             .await;
         assert_eq!(
             answer["detail"],
@@ -314,11 +288,9 @@ async fn every_invalid_write_is_a_400_naming_its_field() {
             json!({"groups": [{"properties": [
             {"key": id.to_string(), "type": "flag", "value": true, "operator": "flag_evaluates_to"}]}]})
         };
-        let dependent = create(
-            &world,
-            json!({"key": "dependent", "filters": on(dependency)}),
-        )
-        .await;
+        let dependent = world
+            .create_flag(json!({"key": "dependent", "filters": on(dependency)}))
+            .await;
         let dependent_id = dependent["id"].as_i64().unwrap();
         let (status, answer) =
             patch(&world, dependency, json!({"filters": on(dependent_id)})).await;
@@ -328,11 +300,11 @@ async fn every_invalid_write_is_a_400_naming_its_field() {
             "{name}"
         );
         // Nothing refused was stored.
-        let (_, page) = world.get(&flags_uri(&world), Some(world.admin_key())).await;
+        let (_, page) = world.get(&world.flags_uri(), Some(world.admin_key())).await;
         assert_eq!(page["count"], 2, "{name} {page}");
         let (_, base) = world
             .get(
-                &format!("{}{dependency}/", flags_uri(&world)),
+                &format!("{}{dependency}/", world.flags_uri()),
                 Some(world.admin_key()),
             )
             .await;
@@ -344,10 +316,10 @@ async fn every_invalid_write_is_a_400_naming_its_field() {
 async fn scopes_and_projects_guard_every_route() {
     for world in World::all().await {
         let name = world.name();
-        let id = create(&world, simple("guarded", 50.0)).await["id"]
+        let id = world.create_flag(simple("guarded", 50.0)).await["id"]
             .as_i64()
             .unwrap();
-        let uri = flags_uri(&world);
+        let uri = world.flags_uri();
         let one = format!("{uri}{id}/");
         let reader = world.key(&["feature_flag:read"], None).await;
         let (status, _) = world.get(&uri, Some(&reader)).await;
@@ -398,21 +370,19 @@ async fn the_list_filters_and_pages() {
     for world in World::all().await {
         let name = world.name();
         let key = Some(world.admin_key());
-        create(&world, simple("alpha-one", 10.0)).await;
-        create(&world, multivariate("beta-two")).await;
-        let third = create(
-            &world,
-            json!({"key": "gamma", "name": "Checkout ALPHA test",
-            "filters": {"groups": [{"rollout_percentage": 1}]}}),
-        )
-        .await;
+        world.create_flag(simple("alpha-one", 10.0)).await;
+        world.create_flag(multivariate("beta-two")).await;
+        let third = world
+            .create_flag(json!({"key": "gamma", "name": "Checkout ALPHA test",
+            "filters": {"groups": [{"rollout_percentage": 1}]}}))
+            .await;
         patch(
             &world,
             third["id"].as_i64().unwrap(),
             json!({"active": false}),
         )
         .await;
-        let uri = flags_uri(&world);
+        let uri = world.flags_uri();
         let keys = |page: &Value| -> Vec<String> {
             page["results"]
                 .as_array()
@@ -458,7 +428,7 @@ async fn the_list_filters_and_pages() {
 async fn a_stale_version_is_a_409_and_concurrent_edits_never_lose_one() {
     for world in World::all().await {
         let name = world.name();
-        let id = create(&world, simple("contended", 50.0)).await["id"]
+        let id = world.create_flag(simple("contended", 50.0)).await["id"]
             .as_i64()
             .unwrap();
         let (status, _) = patch(&world, id, json!({"name": "first", "version": 1})).await;
@@ -506,14 +476,14 @@ async fn a_stale_version_is_a_409_and_concurrent_edits_never_lose_one() {
         );
         let (_, read) = world
             .get(
-                &format!("{}{id}/", flags_uri(&world)),
+                &format!("{}{id}/", world.flags_uri()),
                 Some(world.admin_key()),
             )
             .await;
         assert_eq!(read["version"], 11, "{name}");
         let (_, log) = world
             .get(
-                &format!("{}{id}/activity/?limit=100", flags_uri(&world)),
+                &format!("{}{id}/activity/?limit=100", world.flags_uri()),
                 Some(world.admin_key()),
             )
             .await;
@@ -526,10 +496,10 @@ async fn every_change_is_in_the_activity_log_with_its_diff() {
     for world in World::all().await {
         let name = world.name();
         let key = Some(world.admin_key());
-        let id = create(&world, simple("logged", 20.0)).await["id"]
+        let id = world.create_flag(simple("logged", 20.0)).await["id"]
             .as_i64()
             .unwrap();
-        let other = create(&world, simple("other", 20.0)).await["id"]
+        let other = world.create_flag(simple("other", 20.0)).await["id"]
             .as_i64()
             .unwrap();
         patch(
@@ -540,7 +510,7 @@ async fn every_change_is_in_the_activity_log_with_its_diff() {
         .await;
         patch(&world, id, json!({"deleted": true})).await;
 
-        let uri = format!("{}{id}/activity/", flags_uri(&world));
+        let uri = format!("{}{id}/activity/", world.flags_uri());
         let (status, log) = world.get(&uri, key).await;
         assert_eq!(status, StatusCode::OK, "{name} {log}");
         assert_eq!(log["total_count"], 3, "{name}");
@@ -586,7 +556,7 @@ async fn every_change_is_in_the_activity_log_with_its_diff() {
         );
 
         // The whole resource's log holds both flags, paged by `page`/`limit`.
-        let all = format!("{}activity/", flags_uri(&world));
+        let all = format!("{}activity/", world.flags_uri());
         let (_, first) = world.get(&format!("{all}?limit=2"), key).await;
         assert_eq!(first["total_count"], 4, "{name}");
         assert_eq!(first["results"].as_array().unwrap().len(), 2, "{name}");
@@ -606,7 +576,7 @@ async fn every_change_is_in_the_activity_log_with_its_diff() {
         assert_eq!(items, [other.to_string(), id.to_string()], "{name}");
         assert_eq!(second["next"], Value::Null, "{name}");
         let (status, _) = world
-            .get(&format!("{}999/activity/", flags_uri(&world)), key)
+            .get(&format!("{}999/activity/", world.flags_uri()), key)
             .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{name}");
         let (status, _) = world.get(&format!("{all}?page=0"), key).await;

@@ -14,40 +14,15 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::{Value, json};
 
-fn flags_uri(world: &World) -> String {
-    format!(
-        "/api/projects/{}/feature_flags/",
-        world.bootstrap.project.id
-    )
-}
-
 fn token(world: &World) -> String {
     world.bootstrap.project.api_token.clone()
-}
-
-async fn create(world: &World, body: Value) -> Value {
-    let (status, answer) = world
-        .send(
-            Method::POST,
-            &flags_uri(world),
-            Some(world.admin_key()),
-            Some(&body.to_string()),
-        )
-        .await;
-    assert_eq!(
-        status,
-        StatusCode::CREATED,
-        "{} {body} {answer}",
-        world.name()
-    );
-    answer
 }
 
 async fn patch(world: &World, id: &Value, body: Value) {
     let (status, answer) = world
         .send(
             Method::PATCH,
-            &format!("{}{id}/", flags_uri(world)),
+            &format!("{}{id}/", world.flags_uri()),
             Some(world.admin_key()),
             Some(&body.to_string()),
         )
@@ -88,35 +63,21 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 /// A boolean flag at `rollout` %, a multivariate one at 100 %, payloads on both.
 async fn standard_flags(world: &World) -> (Value, Value) {
-    let on = create(
-        world,
-        json!({"key": "on", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}],
-            "payloads": {"true": "{\"a\": 1}"}}}),
-    )
+    let on = world.create_flag(json!({"key": "on", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}],
+            "payloads": {"true": "{\"a\": 1}"}}}))
     .await;
-    let mv = create(
-        world,
-        json!({"key": "mv", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}],
+    let mv = world.create_flag(json!({"key": "mv", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}],
             "multivariate": {"variants": [
                 {"key": "control", "rollout_percentage": 50}, {"key": "test", "rollout_percentage": 50}]},
-            "payloads": {"control": "\"c\"", "test": "\"t\""}}}),
-    )
+            "payloads": {"control": "\"c\"", "test": "\"t\""}}}))
     .await;
-    create(
-        world,
-        json!({"key": "off", "filters": {"groups": [{"properties": [], "rollout_percentage": 0}]}}),
-    )
+    world.create_flag(json!({"key": "off", "filters": {"groups": [{"properties": [], "rollout_percentage": 0}]}}))
     .await;
-    create(
-        world,
-        json!({"key": "inactive", "active": false,
-            "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}),
-    )
-    .await;
-    let gone = create(
-        world,
-        json!({"key": "gone", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}),
-    )
+    world
+        .create_flag(json!({"key": "inactive", "active": false,
+            "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}))
+        .await;
+    let gone = world.create_flag(json!({"key": "gone", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}))
     .await;
     patch(world, &gone["id"], json!({"deleted": true})).await;
     (on, mv)
@@ -440,11 +401,8 @@ async fn tokens_encodings_and_malformed_bodies() {
 async fn person_properties_come_from_the_request_then_the_stored_person() {
     for world in World::all().await {
         let name = world.name();
-        create(
-            &world,
-            json!({"key": "pro-only", "filters": {"groups": [{"rollout_percentage": 100,
-                "properties": [{"key": "plan", "value": ["pro"], "operator": "exact", "type": "person"}]}]}}),
-        )
+        world.create_flag(json!({"key": "pro-only", "filters": {"groups": [{"rollout_percentage": 100,
+                "properties": [{"key": "plan", "value": ["pro"], "operator": "exact", "type": "person"}]}]}}))
         .await;
         let ask = |distinct_id: &str, properties: Option<Value>| {
             let mut body = json!({"api_key": token(&world), "distinct_id": distinct_id});
@@ -512,12 +470,9 @@ async fn groups_aggregate_by_their_key_and_errors_leave_the_flag_out() {
             )
             .await
             .unwrap();
-        create(
-            &world,
-            json!({"key": "companies", "filters": {"aggregation_group_type_index": 0,
+        world.create_flag(json!({"key": "companies", "filters": {"aggregation_group_type_index": 0,
                 "groups": [{"rollout_percentage": 100, "properties": [
-                    {"key": "size", "value": "10", "operator": "gt", "type": "group", "group_type_index": 0}]}]}}),
-        )
+                    {"key": "size", "value": "10", "operator": "gt", "type": "group", "group_type_index": 0}]}]}}))
         .await;
         // A cohort condition cannot be evaluated here (the API refuses to store one; older data
         // or another writer may hold one).
@@ -537,8 +492,7 @@ async fn groups_aggregate_by_their_key_and_errors_leave_the_flag_out() {
                 created_by: None,
             },
             &common::activity::Actor::system(),
-            chrono::Utc::now(),
-        )
+            chrono::Utc::now())
         .await
         .unwrap();
         feature_flags::cache::definitions_changed(&world.backend.state, project);
@@ -777,10 +731,7 @@ async fn a_change_through_the_api_is_served_at_once() {
         let (_, answer) = post_json(&world, "/flags/?v=4", body.clone()).await;
         assert!(answer["flags"].get("on").is_none(), "{name} {answer}");
 
-        let created = create(
-            &world,
-            json!({"key": "fresh", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}),
-        )
+        let created = world.create_flag(json!({"key": "fresh", "filters": {"groups": [{"properties": [], "rollout_percentage": 100}]}}))
         .await;
         let (_, answer) = post_json(&world, "/flags/?v=4", body.clone()).await;
         assert_eq!(
@@ -798,12 +749,12 @@ async fn a_change_through_the_api_is_served_at_once() {
 async fn experience_continuity_keeps_the_anonymous_answer() {
     for world in World::all().await {
         let name = world.name();
-        create(
-            &world,
-            json!({"key": "sticky", "ensure_experience_continuity": true,
+        world
+            .create_flag(
+                json!({"key": "sticky", "ensure_experience_continuity": true,
                 "filters": {"groups": [{"properties": [], "rollout_percentage": 50}]}}),
-        )
-        .await;
+            )
+            .await;
         let ask = |distinct_id: &str, anon: Option<&str>| {
             let mut body = json!({"token": token(&world), "distinct_id": distinct_id});
             if let Some(anon) = anon {

@@ -7,7 +7,7 @@
 //! time order) and carry a GSI1 key per (team, scope, item) so one item's history is one query.
 
 use axum::extract::FromRequestParts;
-use axum::http::{header, request::Parts};
+use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -252,21 +252,10 @@ impl<S: Send + Sync> FromRequestParts<S> for ActivityPage {
             ));
         }
         let page = number("page", 1)?;
-        let host = parts
-            .headers
-            .get(header::HOST)
-            .and_then(|value| value.to_str().ok())
-            .or_else(|| parts.uri.authority().map(|a| a.as_str()))
-            .unwrap_or("localhost");
-        let scheme = parts
-            .headers
-            .get("x-forwarded-proto")
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("http");
         Ok(Self {
             limit,
             page,
-            base: format!("{scheme}://{host}{}", parts.uri.path()),
+            base: crate::pagination::absolute_path(parts),
         })
     }
 }

@@ -44,27 +44,33 @@ impl<S: Send + Sync> FromRequestParts<S> for Pagination {
             ));
         }
         let offset = number("offset", 0)?;
-        let host = parts
-            .headers
-            .get(header::HOST)
-            .and_then(|value| value.to_str().ok())
-            .or_else(|| parts.uri.authority().map(|a| a.as_str()))
-            .unwrap_or("localhost");
-        let scheme = parts
-            .headers
-            .get("x-forwarded-proto")
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("http");
         Ok(Self {
             limit,
             offset,
-            base: format!("{scheme}://{host}{}", parts.uri.path()),
+            base: absolute_path(parts),
             other_pairs: pairs
                 .into_iter()
                 .filter(|(key, _)| key != "limit" && key != "offset")
                 .collect(),
         })
     }
+}
+
+/// `scheme://host/path` of the request (behind API Gateway the scheme comes from
+/// `x-forwarded-proto`): the base of a page's absolute links.
+pub fn absolute_path(parts: &Parts) -> String {
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .unwrap_or("localhost");
+    let scheme = parts
+        .headers
+        .get("x-forwarded-proto")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("http");
+    format!("{scheme}://{host}{}", parts.uri.path())
 }
 
 impl Pagination {
