@@ -12,14 +12,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use common::AppState;
 use common::config::{Backend, Config};
-use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
+
+use super::load::{Request, Rng, connect, load};
 
 /// The aim of issue 14 (release build, 2 cores, 50 flags).
 const AIM: &str = "20,000 req/s and p99 under 5 ms";
@@ -135,7 +134,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "flags: POST /flags/?v=4 from {} connections for {} s, distinct ids from {} persons",
         args.connections, args.seconds, args.persons
     );
-    let report = load(&target, &project.api_token, &args).await?;
+    let report = load(
+        target.address,
+        args.connections,
+        Duration::from_secs(args.seconds),
+        || {
+            let (host, token, persons) =
+                (target.host.clone(), project.api_token.clone(), args.persons);
+            let mut rng = Rng(rand_seed());
+            move || sdk_request(&host, &token, &mut rng, persons)
+        },
+    )
+    .await?;
     println!("flags: {report}");
     println!("flags: aim {AIM} (release build, 2 cores, 50 flags)");
 
@@ -215,26 +225,13 @@ async fn start_embedded(data_dir: PathBuf) -> anyhow::Result<Target> {
     let state = AppState::from_config(config)
         .await
         .context("cannot open the embedded store")?;
-    let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
-        .await?
-        .context("a fresh store bootstraps")?;
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(crate::serve::serve_on(listener, state));
+    let (address, bootstrap) = super::serve_fresh(state).await?;
     Ok(Target {
         address,
         host: address.to_string(),
         key: bootstrap.key_secret,
         project: Some(bootstrap.project.id),
     })
-}
-
-async fn connect(address: SocketAddr) -> anyhow::Result<SendRequest<Full<Bytes>>> {
-    let stream = TcpStream::connect(address).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    Ok(sender)
 }
 
 /// One keep-alive connection for the setup requests.
@@ -334,15 +331,26 @@ fn flag_body(run: &str, index: usize) -> Value {
     json!({"key": key, "name": format!("bench flag {index}"), "active": true, "filters": filters})
 }
 
+/// posthog-python's `POST /flags/?v=4` for a random person.
+fn sdk_request(host: &str, token: &str, rng: &mut Rng, persons: u64) -> anyhow::Result<Request> {
+    let body = Bytes::from(sdk_body(token, rng, persons).to_string());
+    Ok(hyper::Request::builder()
+        .method(hyper::Method::POST)
+        .uri("/flags/?v=4")
+        .header("host", host)
+        .header("content-type", "application/json")
+        .header("user-agent", "posthog-python/7.91.1")
+        .body(Full::new(body))?)
+}
+
 /// A posthog-python 7.x `/flags/?v=4` body for a random person.
 fn sdk_body(token: &str, rng: &mut Rng, persons: u64) -> Value {
     let person = rng.below(persons);
     let distinct_id = format!("user-{person}");
-    let mut pick = |items: &[&'static str]| items[rng.below(items.len() as u64) as usize];
-    let domain = pick(&["example.com", "corp.io", "mail.test"]);
-    let plan = pick(&["free", "pro", "enterprise"]);
-    let country = pick(&["FR", "DE", "US", "BR", "JP"]);
-    let app_version = pick(&["1.9.3", "2.0.0", "2.4.1"]);
+    let domain = rng.pick(&["example.com", "corp.io", "mail.test"]);
+    let plan = rng.pick(&["free", "pro", "enterprise"]);
+    let country = rng.pick(&["FR", "DE", "US", "BR", "JP"]);
+    let app_version = rng.pick(&["1.9.3", "2.0.0", "2.4.1"]);
     let age = 18 + rng.below(60);
     json!({
         "distinct_id": distinct_id,
@@ -361,119 +369,6 @@ fn sdk_body(token: &str, rng: &mut Rng, persons: u64) -> Value {
         "sent_at": "2026-11-22T10:00:00.000000+00:00",
         "api_key": token,
     })
-}
-
-struct Report {
-    requests: u64,
-    errors: u64,
-    elapsed: Duration,
-    latency_us: Histogram<u64>,
-}
-
-impl std::fmt::Display for Report {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = |q: f64| self.latency_us.value_at_quantile(q) as f64 / 1000.0;
-        write!(
-            f,
-            "{} requests ({} errors) in {:.1} s: {:.0} req/s; latency p50 {:.2} ms, \
-             p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            self.requests,
-            self.errors,
-            self.elapsed.as_secs_f64(),
-            self.requests as f64 / self.elapsed.as_secs_f64(),
-            ms(0.5),
-            ms(0.9),
-            ms(0.99),
-            self.latency_us.max() as f64 / 1000.0,
-        )
-    }
-}
-
-async fn load(target: &Target, token: &str, args: &Args) -> anyhow::Result<Report> {
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs(args.seconds);
-    let mut workers = Vec::with_capacity(args.connections);
-    for _ in 0..args.connections {
-        let (address, host, token) = (target.address, target.host.clone(), token.to_owned());
-        let persons = args.persons;
-        workers.push(tokio::spawn(async move {
-            worker(address, &host, &token, persons, deadline).await
-        }));
-    }
-    let mut latency_us = Histogram::<u64>::new(3)?;
-    let (mut requests, mut errors) = (0, 0);
-    for worker in workers {
-        let (histogram, worker_errors) = worker.await??;
-        requests += histogram.len();
-        errors += worker_errors;
-        latency_us.add(&histogram)?;
-    }
-    Ok(Report {
-        requests,
-        errors,
-        elapsed: started.elapsed(),
-        latency_us,
-    })
-}
-
-/// One connection: requests back to back until the deadline. A non-2xx answer or a broken
-/// connection counts as an error (and the connection is made again).
-async fn worker(
-    address: SocketAddr,
-    host: &str,
-    token: &str,
-    persons: u64,
-    deadline: Instant,
-) -> anyhow::Result<(Histogram<u64>, u64)> {
-    let mut rng = Rng(rand_seed());
-    let mut sender = connect(address).await?;
-    let mut histogram = Histogram::<u64>::new(3)?;
-    let mut errors = 0;
-    while Instant::now() < deadline {
-        let body = Bytes::from(sdk_body(token, &mut rng, persons).to_string());
-        let request = hyper::Request::builder()
-            .method(hyper::Method::POST)
-            .uri("/flags/?v=4")
-            .header("host", host)
-            .header("content-type", "application/json")
-            .header("user-agent", "posthog-python/7.91.1")
-            .body(Full::new(body))?;
-        let sent = Instant::now();
-        let ok = match sender.send_request(request).await {
-            Ok(response) => {
-                let ok = response.status().is_success();
-                ok && response.into_body().collect().await.is_ok()
-            }
-            Err(_) => false,
-        };
-        histogram.record(sent.elapsed().as_micros() as u64)?;
-        if !ok {
-            errors += 1;
-            if sender.ready().await.is_err() {
-                sender = connect(address).await?;
-            }
-        }
-    }
-    Ok((histogram, errors))
-}
-
-/// SplitMix64 for distinct ids and properties: cheap, so the client takes little of the CPU the
-/// server is measured on.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n` > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
 }
 
 /// A different seed per call (per worker): a fresh v4 uuid's random bits.

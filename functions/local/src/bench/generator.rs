@@ -6,56 +6,7 @@ use common::staging::StagedEvent;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-/// SplitMix64: small, fast, and the same sequence everywhere for a seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n` > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-
-    /// An index drawn with the given weights.
-    fn weighted(&mut self, weights: &[u64]) -> usize {
-        let mut roll = self.below(weights.iter().sum());
-        for (index, weight) in weights.iter().enumerate() {
-            if roll < *weight {
-                return index;
-            }
-            roll -= weight;
-        }
-        weights.len() - 1
-    }
-
-    /// Skewed towards 0: a few items get most of the draws.
-    fn skewed(&mut self, n: usize, power: f64) -> usize {
-        ((n as f64 * self.unit().powf(power)) as usize).min(n - 1)
-    }
-
-    /// Standard normal (Box-Muller).
-    fn gauss(&mut self) -> f64 {
-        let u = 1.0 - self.unit();
-        let v = self.unit();
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-}
+use super::load::Rng;
 
 /// (event, weight in per mille)
 const EVENT_MIX: &[(&str, u64)] = &[

@@ -3,18 +3,19 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
-use hdrhistogram::Histogram;
-use http_body_util::{BodyExt, Full};
+use common::AppState;
+use common::provisioning::Bootstrap;
+use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 mod duckdb;
 mod flags;
 mod generator;
 pub mod import;
+mod load;
 mod queries;
 pub mod query;
 
@@ -78,7 +79,9 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 headers: vec![("authorization".into(), format!("Bearer {key}"))],
                 body: Bytes::new(),
             };
-            let report = load(address, shot, connections, Duration::from_secs(seconds)).await?;
+            let report = shot
+                .load(address, connections, Duration::from_secs(seconds))
+                .await?;
             println!("{report}");
             Ok(())
         }
@@ -117,19 +120,16 @@ fn batch_body(token: &str, size: usize) -> Bytes {
 async fn capture(connections: usize, seconds: u64, batch: usize) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let state = crate::serve::state_for(dir.path().to_path_buf()).await?;
-    let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
-        .await?
-        .context("a fresh store bootstraps")?;
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(crate::serve::serve_on(listener, state.clone()));
+    let (address, bootstrap) = serve_fresh(state.clone()).await?;
     let shot = Shot {
         method: hyper::Method::POST,
         path: "/batch/".into(),
         headers: vec![("content-type".into(), "application/json".into())],
         body: batch_body(&bootstrap.project.api_token, batch),
     };
-    let report = load(address, shot, connections, Duration::from_secs(seconds)).await?;
+    let report = shot
+        .load(address, connections, Duration::from_secs(seconds))
+        .await?;
     let acknowledged = Instant::now();
     let events = (report.requests - report.errors) * batch as u64;
     println!("capture: {report}");
@@ -158,110 +158,47 @@ pub struct Shot {
     pub body: Bytes,
 }
 
+impl Shot {
+    fn request(&self, address: SocketAddr) -> anyhow::Result<load::Request> {
+        let mut request = hyper::Request::builder()
+            .method(self.method.clone())
+            .uri(&self.path)
+            .header("host", address.to_string());
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        Ok(request.body(Full::new(self.body.clone()))?)
+    }
+
+    /// `connections` keep-alive connections sending this request back to back for `duration`.
+    async fn load(
+        self,
+        address: SocketAddr,
+        connections: usize,
+        duration: Duration,
+    ) -> anyhow::Result<load::Report> {
+        load::load(address, connections, duration, || {
+            let shot = self.clone();
+            move || shot.request(address)
+        })
+        .await
+    }
+}
+
 /// A server on an ephemeral port over a fresh data dir, with its bootstrap key.
 async fn start_embedded(data_dir: std::path::PathBuf) -> anyhow::Result<(SocketAddr, String)> {
     let state = crate::serve::state_for(data_dir).await?;
+    let (address, bootstrap) = serve_fresh(state).await?;
+    Ok((address, bootstrap.key_secret))
+}
+
+/// Bootstraps the empty store of `state` and serves it on an ephemeral port.
+async fn serve_fresh(state: AppState) -> anyhow::Result<(SocketAddr, Bootstrap)> {
     let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
         .await?
         .context("a fresh store bootstraps")?;
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     tokio::spawn(crate::serve::serve_on(listener, state));
-    Ok((address, bootstrap.key_secret))
-}
-
-pub struct Report {
-    pub requests: u64,
-    pub errors: u64,
-    pub elapsed: Duration,
-    latency_us: Histogram<u64>,
-    connections: usize,
-}
-
-impl std::fmt::Display for Report {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let seconds = self.elapsed.as_secs_f64();
-        let ms = |q: f64| self.latency_us.value_at_quantile(q) as f64 / 1000.0;
-        write!(
-            f,
-            "{} requests ({} errors) in {seconds:.1} s over {} connections: {:.0} req/s; \
-             latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            self.requests,
-            self.errors,
-            self.connections,
-            self.requests as f64 / seconds,
-            ms(0.5),
-            ms(0.99),
-            self.latency_us.max() as f64 / 1000.0,
-        )
-    }
-}
-
-/// `connections` keep-alive connections sending `shot` back to back for `duration`.
-pub async fn load(
-    address: SocketAddr,
-    shot: Shot,
-    connections: usize,
-    duration: Duration,
-) -> anyhow::Result<Report> {
-    if connections == 0 {
-        bail!("--connections must be at least 1");
-    }
-    let started = Instant::now();
-    let deadline = started + duration;
-    let mut workers = Vec::new();
-    for _ in 0..connections {
-        let shot = shot.clone();
-        workers.push(tokio::spawn(async move {
-            worker(address, &shot, deadline).await
-        }));
-    }
-    let mut latency_us = Histogram::<u64>::new(3)?;
-    let (mut requests, mut errors) = (0, 0);
-    for worker in workers {
-        let (histogram, worker_errors) = worker.await??;
-        requests += histogram.len();
-        errors += worker_errors;
-        latency_us.add(&histogram)?;
-    }
-    Ok(Report {
-        requests,
-        errors,
-        elapsed: started.elapsed(),
-        latency_us,
-        connections,
-    })
-}
-
-async fn worker(
-    address: SocketAddr,
-    shot: &Shot,
-    deadline: Instant,
-) -> anyhow::Result<(Histogram<u64>, u64)> {
-    let stream = TcpStream::connect(address).await?;
-    stream.set_nodelay(true)?;
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    let mut histogram = Histogram::<u64>::new(3)?;
-    let mut errors = 0;
-    while Instant::now() < deadline {
-        let mut request = hyper::Request::builder()
-            .method(shot.method.clone())
-            .uri(&shot.path)
-            .header("host", address.to_string());
-        for (name, value) in &shot.headers {
-            request = request.header(name, value);
-        }
-        let request = request.body(Full::new(shot.body.clone()))?;
-        let sent = Instant::now();
-        let response = sender.send_request(request).await?;
-        let ok = response.status().is_success();
-        response.into_body().collect().await?;
-        histogram.record(sent.elapsed().as_micros() as u64)?;
-        if !ok {
-            errors += 1;
-        }
-    }
-    Ok((histogram, errors))
+    Ok((address, bootstrap))
 }

@@ -17,15 +17,14 @@ use common::models::User;
 use engine::rows::ParsedRows;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use uuid::Uuid;
 
 use super::duckdb::{same_numbers, time_duckdb};
 use super::generator::Generator;
+use super::load::connect;
 use super::queries::QUERIES;
 
 /// Events generated and handed to the importer at a time.
@@ -273,14 +272,6 @@ async fn serve(state: AppState) -> anyhow::Result<SocketAddr> {
     let service = axum::ServiceExt::<Request>::into_make_service(crate::app(state));
     tokio::spawn(async move { axum::serve(listener, service).await });
     Ok(address)
-}
-
-async fn connect(address: SocketAddr) -> anyhow::Result<SendRequest<Full<Bytes>>> {
-    let stream = TcpStream::connect(address).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    Ok(sender)
 }
 
 async fn time_ours(
