@@ -1,12 +1,14 @@
 //! Entities of the control plane and where they live in the store (single-table keys).
 
 mod api_key;
+mod group_types;
 mod organization;
 pub mod person;
 mod project;
 mod user;
 
 pub use api_key::{MAX_LABEL_CHARS, PersonalApiKey, Scope, ScopeAction};
+pub use group_types::{Ensured, GROUP_TYPES_SK, GroupTypes, MAX_GROUP_TYPES, group_types_pk};
 pub use organization::{Membership, MembershipLevel, Organization};
 pub use project::{NewProject, Project};
 pub use user::{NewUser, PasswordError, User, hash_password};
