@@ -23,6 +23,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::group_types::KnownGroupTypes;
 use crate::lake;
 use crate::persons::Persons;
 use crate::rows::ParsedRows;
@@ -185,6 +186,8 @@ async fn delete_if_present(objects: &dyn ObjectStore, path: &Path) -> Result<(),
 pub struct Committer {
     state: AppState,
     tables: HashMap<i64, DeltaTable>,
+    /// Each project's group types as last seen, so ordinary batches skip the Store.
+    group_types: KnownGroupTypes,
 }
 
 impl Committer {
@@ -192,6 +195,7 @@ impl Committer {
         Self {
             state,
             tables: HashMap::new(),
+            group_types: KnownGroupTypes::default(),
         }
     }
 
@@ -361,6 +365,14 @@ impl Committer {
                 .collect();
             report.events = rows.len();
             phases.push(("read", started.elapsed()));
+            // Before the Delta commit: a failure here fails the commit, which is retried whole,
+            // while recording types whose events then fail to commit is harmless.
+            let seen = rows.take_group_types();
+            if !seen.is_empty() {
+                self.group_types
+                    .record(state.store.as_ref(), team_id, &seen)
+                    .await?;
+            }
             let batches = rows.resolve(&mut persons).await?;
             phases.push(("persons", started.elapsed()));
             let table = self.table(team_id).await?;

@@ -3,9 +3,11 @@
 //! its own files, and every so many rows all their files go into the table in one commit, so
 //! memory stays flat however long the input is.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use common::AppState;
+use common::store::Store;
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::kernel::Action;
 use deltalake_core::kernel::transaction::CommitBuilder;
@@ -16,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::committer::CommitError;
+use crate::group_types::KnownGroupTypes;
 use crate::lake;
 use crate::persons::Persons;
 use crate::rows::ParsedRows;
@@ -82,6 +85,9 @@ pub struct Importer {
     encoders: Vec<Encoder>,
     next_encoder: usize,
     persons: Persons,
+    store: Arc<dyn Store>,
+    team_id: i64,
+    group_types: KnownGroupTypes,
     /// Rows waiting for their persons.
     parsed: ParsedRows,
     rows_in_commit: usize,
@@ -104,6 +110,9 @@ impl Importer {
             encoders: Vec::new(),
             next_encoder: 0,
             persons,
+            store: state.store.clone(),
+            team_id,
+            group_types: KnownGroupTypes::default(),
             parsed: ParsedRows::default(),
             rows_in_commit: 0,
             bytes_in_commit: 0,
@@ -126,8 +135,11 @@ impl Importer {
 
     /// Resolves the waiting rows' persons and hands the rows to the encoders.
     async fn resolve(&mut self) -> Result<(), CommitError> {
-        let rows = std::mem::take(&mut self.parsed);
+        let mut rows = std::mem::take(&mut self.parsed);
         let (count, bytes) = (rows.len(), rows.bytes());
+        self.group_types
+            .record(self.store.as_ref(), self.team_id, &rows.take_group_types())
+            .await?;
         for batch in rows.resolve(&mut self.persons).await? {
             let encoder = &self.encoders[self.next_encoder];
             self.next_encoder = (self.next_encoder + 1) % self.encoders.len();

@@ -4,6 +4,7 @@
 pub mod committer;
 pub mod compaction;
 pub mod dedupe;
+pub mod group_types;
 pub mod import;
 pub mod jobs;
 pub mod lake;

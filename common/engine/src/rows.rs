@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::committer::CommitError;
+use crate::group_types::SeenGroupTypes;
 use crate::lake;
 use crate::persons::{self, Persons};
 
@@ -140,6 +141,8 @@ pub struct ParsedRows {
     updates: Vec<(usize, StagedEvent)>,
     len: usize,
     bytes: usize,
+    /// Group type names the events name, for the project's mapping.
+    group_types: SeenGroupTypes,
 }
 
 impl ParsedRows {
@@ -175,6 +178,7 @@ impl ParsedRows {
         );
         self.len += other.len;
         self.bytes += other.bytes;
+        self.group_types.append(other.group_types);
     }
 
     /// An event that changes no person: no join and no property update.
@@ -184,6 +188,7 @@ impl ParsedRows {
             .get_or_insert_with(|| Columns::with_capacity(1024, 0));
         let before = columns.bytes;
         columns.push(fields);
+        self.group_types.observe(fields.event, fields.properties);
         self.len += 1;
         self.bytes += columns.bytes - before;
         if columns.len >= ROWS_PER_BATCH || columns.bytes >= BYTES_PER_BATCH {
@@ -253,6 +258,11 @@ impl ParsedRows {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The group type names the rows' events name (taken: later calls see only newer rows).
+    pub fn take_group_types(&mut self) -> SeenGroupTypes {
+        std::mem::take(&mut self.group_types)
     }
 
     /// Resolves every row's person in event order (applying the updates) and returns the

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use common::AppState;
-use common::store::{Store, StoreError};
+use common::models::GroupTypes;
+use common::store::StoreError;
 
 use crate::{FeatureFlag, PreparedFlags, repository};
 
@@ -53,22 +54,8 @@ impl ProjectFlags {
     }
 }
 
-/// Store key of a project's group type mapping (`{"0": "company"}`).
-pub fn group_types_pk(team_id: i64) -> String {
-    format!("TEAM#{team_id}")
-}
-pub const GROUP_TYPES_SK: &str = "GROUPTYPES";
-
-/// A project's group types; none when nothing recorded them.
-pub async fn group_types(
-    store: &dyn Store,
-    team_id: i64,
-) -> Result<BTreeMap<i64, String>, StoreError> {
-    match store.get(&group_types_pk(team_id), GROUP_TYPES_SK).await? {
-        Some(item) => item.parse(),
-        None => Ok(BTreeMap::new()),
-    }
-}
+// Where the mapping lives, for callers that used to find it here.
+pub use common::models::{GROUP_TYPES_SK, group_types_pk};
 
 /// A project's flags as this process last loaded them (at most [`CACHE_FOR`] ago, or fresher
 /// after a change made through this process).
@@ -86,7 +73,7 @@ pub async fn project_flags(
     let flags = repository::list_live(store, team_id).await?;
     let loaded = Arc::new(ProjectFlags::new(
         PreparedFlags::new(flags),
-        group_types(store, team_id).await?,
+        GroupTypes::load(store, team_id).await?.into_map(),
     ));
     state
         .cache
