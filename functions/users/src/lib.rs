@@ -2,6 +2,7 @@
 //! and their projects (`/api/projects/`).
 
 mod email;
+mod group_types;
 mod payload;
 mod projects;
 mod two_factor;
@@ -56,6 +57,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/projects/{project_id}",
             get(projects::retrieve).patch(projects::update),
+        )
+        .route(
+            "/api/projects/{project_id}/groups_types",
+            get(group_types::list),
         )
         // The project's background job runs (compaction, and what families enqueue).
         .route(
