@@ -6,6 +6,7 @@
 //!
 //! Distributions come from `statrs`. No function panics on data: bad or thin input gives a [`StatsError`].
 
+pub mod analysis;
 pub mod bayesian;
 pub mod effect;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod sequential;
 pub mod srm;
 pub mod statistic;
 
+pub use analysis::{Arm, ExperimentAnalysis, Method, VariantAnalysis, VariantStats, analyze};
 pub use bayesian::{
     BayesianConfig, BayesianResult, ExpectedLoss, Prior, bayesian_test, expected_loss,
 };
