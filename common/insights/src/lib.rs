@@ -5,6 +5,7 @@
 
 pub mod date_range;
 pub mod events_query;
+pub mod experiments;
 mod fields;
 pub mod filters;
 pub mod funnels;
