@@ -9,7 +9,6 @@ use api_tests::{World, error_shape, respond};
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use base64::Engine;
-use common::store::{Condition, Item};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::{Value, json};
@@ -454,22 +453,14 @@ async fn groups_aggregate_by_their_key_and_errors_leave_the_flag_out() {
     for world in World::all().await {
         let name = world.name();
         let project = world.bootstrap.project.id;
-        // The project's group types, where the definitions and evaluation read them.
-        world
-            .backend
-            .state
-            .store
-            .put(
-                Item::of(
-                    feature_flags::cache::group_types_pk(project),
-                    feature_flags::cache::GROUP_TYPES_SK,
-                    &json!({"0": "company"}),
-                )
-                .unwrap(),
-                Condition::None,
-            )
-            .await
-            .unwrap();
+        // The project's group types, as the committer records them.
+        common::models::GroupTypes::ensure(
+            world.backend.state.store.as_ref(),
+            project,
+            &["company"],
+        )
+        .await
+        .unwrap();
         world.create_flag(json!({"key": "companies", "filters": {"aggregation_group_type_index": 0,
                 "groups": [{"rollout_percentage": 100, "properties": [
                     {"key": "size", "value": "10", "operator": "gt", "type": "group", "group_type_index": 0}]}]}}))
@@ -704,6 +695,11 @@ async fn definitions_for_local_evaluation_with_scopes_and_etags() {
             get_with(&world, "/flags/definitions?token=phc_nope", admin, &[]).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{name} {answer}");
         assert_eq!(error_shape(&answer).0, "invalid_api_key", "{name}");
+        // A query string that does not read is a 400 in the error shape.
+        let (status, _, answer) =
+            get_with(&world, "/flags/definitions?token=a&token=b", admin, &[]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {answer}");
+        error_shape(&answer);
     }
 }
 

@@ -54,9 +54,6 @@ impl ProjectFlags {
     }
 }
 
-// Where the mapping lives, for callers that used to find it here.
-pub use common::models::{GROUP_TYPES_SK, group_types_pk};
-
 /// A project's flags as this process last loaded them (at most [`CACHE_FOR`] ago, or fresher
 /// after a change made through this process).
 pub async fn project_flags(

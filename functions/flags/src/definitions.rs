@@ -7,10 +7,8 @@
 //! inactive flag evaluates to false locally, and flag dependencies can name it); cohorts are not
 //! kept by this service, so `cohorts` is empty.
 
-use std::hash::{Hash, Hasher};
-
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use common::error::{ApiError, ApiResult};
 use common::models::{Project, Scope};
@@ -19,24 +17,27 @@ use common::{AppState, Authenticated};
 use feature_flags::cache::{self, ProjectFlags};
 use feature_flags::matching::PROPERTY_MATCHING_VERSION;
 use feature_flags::model::{EvaluationRuntime, FlagFilters};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+
+/// The query string SDKs send (`?token=phc_...&send_cohorts`); other parameters are ignored.
+#[derive(Deserialize)]
+pub struct DefinitionsQuery {
+    #[serde(default)]
+    token: Option<String>,
+}
 
 /// The project a `?token=` names (else the caller's current project).
 pub async fn for_token(
     State(state): State<AppState>,
     auth: Authenticated,
-    uri: Uri,
+    Query(query): Query<DefinitionsQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let scope = Scope::read("feature_flag");
     auth.require(scope)?;
-    let token = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
-        .map(|pairs| pairs.0)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|(key, value)| key == "token" && !value.is_empty())
-        .map(|(_, value)| value);
+    let token = query.token.filter(|token| !token.is_empty());
     let raw_id = match token {
         Some(token) => project_tokens::lookup(&state, Some(&token))
             .await?
@@ -113,12 +114,9 @@ fn render(project: &ProjectFlags) -> Result<Vec<u8>, serde_json::Error> {
     })
 }
 
-/// A strong ETag of the body: equal bodies, equal tags, in every process of one build.
+/// A strong ETag of the body: equal bodies, equal tags, in every process and build.
 fn etag(body: &[u8]) -> String {
-    // `DefaultHasher::new()` has fixed keys, so the tag does not depend on the process.
-    let mut hasher = std::hash::DefaultHasher::new();
-    body.hash(&mut hasher);
-    format!("\"{:016x}{:08x}\"", hasher.finish(), body.len())
+    format!("\"{}\"", hex::encode(&Sha256::digest(body)[..16]))
 }
 
 /// Whether `If-None-Match` names `tag` (or `*`); weak tags compare by their value.
