@@ -25,6 +25,7 @@ pub const KINDS: &[&str] = &[
     "TrendsQuery",
     "FunnelsQuery",
     "RetentionQuery",
+    "ExperimentQuery",
 ];
 
 /// What compiling depends on besides the node.
@@ -39,6 +40,8 @@ pub struct Context {
     /// Checks that a user-given expression (`math_hogql`, EventsQuery `select`/`where`, ...) is
     /// exactly one expression of the dialect, so it cannot reshape the query it is put in.
     pub check_expression: fn(&str) -> Result<(), String>,
+    /// The experiment an `ExperimentQuery` is about (loaded by the caller from the Store).
+    pub experiment: Option<std::sync::Arc<experiments::ExperimentSpec>>,
 }
 
 /// A node that cannot be compiled: a 400 naming the field (`attr`, e.g. `series[0].math`).
@@ -104,6 +107,7 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
         Some("TrendsQuery") => trends::compile(node, ctx),
         Some("FunnelsQuery") => funnels::compile(node, ctx),
         Some("RetentionQuery") => retention::compile(node, ctx),
+        Some("ExperimentQuery") => experiments::query::compile(node, ctx),
         Some(kind) => Err(Invalid::new(
             "kind",
             format!("Query kind {kind} is not supported."),
@@ -134,6 +138,7 @@ pub(crate) mod testing {
                     false => Ok(()),
                 }
             },
+            experiment: None,
         }
     }
 

@@ -779,6 +779,7 @@ mod tests {
             now: DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000),
             week_start_day: 0,
             check_expression: |_| Ok(()),
+            experiment: None,
         };
         let node = json!({"kind": "RetentionQuery",
             "dateRange": {"date_from": "2026-10-01", "date_to": "2026-10-10"},

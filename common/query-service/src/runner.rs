@@ -227,6 +227,7 @@ fn context(project: &Project) -> insights::Context {
         now: Utc::now(),
         week_start_day: project.week_start_day.unwrap_or(0),
         check_expression: sql::check_expression,
+        experiment: None,
     }
 }
 

@@ -16,6 +16,7 @@ pub fn routes() -> Router<AppState> {
         .merge(capture::router())
         .merge(query::router())
         .merge(flags::router())
+        .merge(experiments::router())
 }
 
 pub fn app(state: AppState) -> App {

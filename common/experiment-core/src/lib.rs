@@ -1,0 +1,11 @@
+//! Experiments (reference `posthog_surveys_experiments.md` section 2): an experiment runs on a
+//! multivariate feature flag with a `control` variant. This crate holds the model, the Store
+//! repository (the experiment and its flag change in one transaction), PostHog's create/update
+//! validation and lifecycle, and the stored per-day metric results and their recalculations.
+//! It links no query engine: results are computed by `query-service` from the
+//! `ExperimentQuery` node that `insights` compiles.
+
+pub mod model;
+pub mod repository;
+
+pub use model::{Experiment, Status};
