@@ -7,6 +7,7 @@ pub mod evaluate;
 pub mod hash;
 pub mod matching;
 pub mod model;
+pub mod render;
 pub mod repository;
 pub mod validate;
 

@@ -140,6 +140,81 @@ pub async fn get_live(
         .filter(|flag| !flag.deleted))
 }
 
+/// The writes of a flag creation, built but not executed, so that another entity (an experiment)
+/// can commit them in its own transaction: the counter bump, the flag, its key claim and its
+/// `created` entry. The counter is read here; the ops fail as a whole if another writer took
+/// the id or the key meanwhile ([`create_failure`] tells which).
+#[derive(Debug)]
+pub struct Planned {
+    pub flag: FeatureFlag,
+    pub ops: Vec<WriteOp>,
+}
+
+/// Plans the creation of `new` with the project's next flag id.
+pub async fn plan_create(
+    store: &dyn Store,
+    team_id: i64,
+    new: NewFlag,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<Planned, StoreError> {
+    let pk = team_pk(team_id);
+    let counter = store.get(&pk, COUNTER_SK).await?;
+    let (last, counter_condition, counter_version) = match &counter {
+        Some(item) => (
+            item.parse::<Counter>()?.value,
+            Condition::VersionEquals(item.version),
+            item.version + 1,
+        ),
+        None => (0, Condition::NotExists, 1),
+    };
+    let flag = FeatureFlag {
+        id: last + 1,
+        team_id,
+        key: new.key,
+        name: new.name,
+        filters: new.filters,
+        active: new.active,
+        deleted: false,
+        ensure_experience_continuity: new.ensure_experience_continuity,
+        evaluation_runtime: new.evaluation_runtime,
+        evaluation_tags: new.evaluation_tags,
+        version: 1,
+        created_by: new.created_by,
+        created_at: at,
+        updated_at: Some(at),
+    };
+    let mut counter_item = Item::of(pk.clone(), COUNTER_SK, &Counter { value: flag.id })?;
+    counter_item.version = counter_version;
+    let after = encode(&pk, &flag)?;
+    let ops = vec![
+        WriteOp::Put {
+            item: counter_item,
+            condition: counter_condition,
+        },
+        WriteOp::Put {
+            item: Item::of(pk.clone(), flag_sk(flag.id), &flag)?,
+            condition: Condition::NotExists,
+        },
+        claim_op(team_id, &flag)?,
+        record(team_id, actor, activity::CREATED, None, &after, &flag, at).put_op()?,
+    ];
+    Ok(Planned { flag, ops })
+}
+
+/// Why a transaction holding [`plan_create`]'s ops failed its conditions: the key is taken
+/// ([`WriteError::KeyTaken`]), or else another writer took the id (`None`: plan again).
+pub async fn create_failure(
+    store: &dyn Store,
+    team_id: i64,
+    key: &str,
+) -> Result<Option<WriteError>, StoreError> {
+    Ok(store
+        .get(&team_pk(team_id), &key_sk(key))
+        .await?
+        .map(|_| WriteError::KeyTaken))
+}
+
 /// Stores a new flag with the next id of the project, its key claim and its `created` entry.
 /// A lost race on the counter is retried; a taken key is [`WriteError::KeyTaken`].
 pub async fn create(
@@ -149,60 +224,16 @@ pub async fn create(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<FeatureFlag, WriteError> {
-    let pk = team_pk(team_id);
     for attempt in 0..store::UPDATE_ATTEMPTS {
         if attempt > 0 {
             tokio::time::sleep(store::conflict_backoff(attempt)).await;
         }
-        let counter = store.get(&pk, COUNTER_SK).await?;
-        let (last, counter_condition, counter_version) = match &counter {
-            Some(item) => (
-                item.parse::<Counter>()?.value,
-                Condition::VersionEquals(item.version),
-                item.version + 1,
-            ),
-            None => (0, Condition::NotExists, 1),
-        };
-        let flag = FeatureFlag {
-            id: last + 1,
-            team_id,
-            key: new.key.clone(),
-            name: new.name.clone(),
-            filters: new.filters.clone(),
-            active: new.active,
-            deleted: false,
-            ensure_experience_continuity: new.ensure_experience_continuity,
-            evaluation_runtime: new.evaluation_runtime,
-            evaluation_tags: new.evaluation_tags.clone(),
-            version: 1,
-            created_by: new.created_by,
-            created_at: at,
-            updated_at: Some(at),
-        };
-        let mut counter_item = Item::of(pk.clone(), COUNTER_SK, &Counter { value: flag.id })?;
-        counter_item.version = counter_version;
-        let after = serde_json::to_value(&flag).map_err(|source| StoreError::Encode {
-            pk: pk.clone(),
-            sk: flag_sk(flag.id),
-            source,
-        })?;
-        let ops = vec![
-            WriteOp::Put {
-                item: counter_item,
-                condition: counter_condition,
-            },
-            WriteOp::Put {
-                item: Item::of(pk.clone(), flag_sk(flag.id), &flag)?,
-                condition: Condition::NotExists,
-            },
-            claim_op(team_id, &flag)?,
-            record(team_id, actor, activity::CREATED, None, &after, &flag, at).put_op()?,
-        ];
-        match store.transact_write(ops).await {
-            Ok(()) => return Ok(flag),
+        let planned = plan_create(store, team_id, new.clone(), actor, at).await?;
+        match store.transact_write(planned.ops).await {
+            Ok(()) => return Ok(planned.flag),
             Err(StoreError::ConditionFailed) => {
-                if store.get(&pk, &key_sk(&flag.key)).await?.is_some() {
-                    return Err(WriteError::KeyTaken);
+                if let Some(error) = create_failure(store, team_id, &planned.flag.key).await? {
+                    return Err(error);
                 }
                 // Another flag took this id first: count again.
             }
@@ -212,17 +243,16 @@ pub async fn create(
     Err(WriteError::Raced)
 }
 
-/// Replaces `before` (as read) by `after` in one attempt: bumps `version` and `updated_at`, moves
-/// or releases the key claim, and logs `updated` (or `deleted` when this write soft-deletes).
-/// [`WriteError::Raced`] when the flag changed since `before` was read.
-pub async fn save(
-    store: &dyn Store,
+/// The writes that replace `before` (as read) by `after`, built but not executed: bumps
+/// `version` and `updated_at`, moves or releases the key claim, and logs `updated` (or `deleted`
+/// when this write soft-deletes). The flag's put requires the item version that was read.
+pub fn plan_save(
     team_id: i64,
     before: &Stored,
     mut after: FeatureFlag,
     actor: &Actor,
     at: DateTime<Utc>,
-) -> Result<FeatureFlag, WriteError> {
+) -> Result<Planned, StoreError> {
     let pk = team_pk(team_id);
     let old = &before.flag;
     after.id = old.id;
@@ -250,15 +280,8 @@ pub async fn save(
     if is_live && (!was_live || old.key != after.key) {
         ops.push(claim_op(team_id, &after)?);
     }
-    let encode = |flag: &FeatureFlag| {
-        serde_json::to_value(flag).map_err(|source| StoreError::Encode {
-            pk: pk.clone(),
-            sk: flag_sk(flag.id),
-            source,
-        })
-    };
-    let before_value = encode(old)?;
-    let after_value = encode(&after)?;
+    let before_value = encode(&pk, old)?;
+    let after_value = encode(&pk, &after)?;
     let activity = if was_live && !is_live {
         activity::DELETED
     } else {
@@ -276,19 +299,44 @@ pub async fn save(
         )
         .put_op()?,
     );
-    match store.transact_write(ops).await {
-        Ok(()) => Ok(after),
-        Err(StoreError::ConditionFailed) => {
-            let current = store.get(&pk, &flag_sk(old.id)).await?;
-            match current {
-                None => Err(WriteError::NotFound),
-                Some(item) if item.version != before.item_version => Err(WriteError::Raced),
-                // The flag is as read, so the new key's claim is what failed.
-                Some(_) => Err(WriteError::KeyTaken),
-            }
-        }
+    Ok(Planned { flag: after, ops })
+}
+
+/// Why a transaction holding [`plan_save`]'s ops failed its conditions.
+pub async fn save_failure(store: &dyn Store, team_id: i64, before: &Stored) -> WriteError {
+    match store.get(&team_pk(team_id), &flag_sk(before.flag.id)).await {
+        Err(error) => error.into(),
+        Ok(None) => WriteError::NotFound,
+        Ok(Some(item)) if item.version != before.item_version => WriteError::Raced,
+        // The flag is as read, so the new key's claim is what failed.
+        Ok(Some(_)) => WriteError::KeyTaken,
+    }
+}
+
+/// Replaces `before` (as read) by `after` in one attempt (see [`plan_save`]).
+/// [`WriteError::Raced`] when the flag changed since `before` was read.
+pub async fn save(
+    store: &dyn Store,
+    team_id: i64,
+    before: &Stored,
+    after: FeatureFlag,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<FeatureFlag, WriteError> {
+    let planned = plan_save(team_id, before, after, actor, at)?;
+    match store.transact_write(planned.ops).await {
+        Ok(()) => Ok(planned.flag),
+        Err(StoreError::ConditionFailed) => Err(save_failure(store, team_id, before).await),
         Err(other) => Err(other.into()),
     }
+}
+
+fn encode(pk: &str, flag: &FeatureFlag) -> Result<serde_json::Value, StoreError> {
+    serde_json::to_value(flag).map_err(|source| StoreError::Encode {
+        pk: pk.to_owned(),
+        sk: flag_sk(flag.id),
+        source,
+    })
 }
 
 fn claim_op(team_id: i64, flag: &FeatureFlag) -> Result<WriteOp, StoreError> {
