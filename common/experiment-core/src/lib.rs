@@ -7,5 +7,7 @@
 
 pub mod model;
 pub mod repository;
+pub mod results;
+pub mod spec;
 
 pub use model::{Experiment, Status};

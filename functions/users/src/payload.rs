@@ -13,6 +13,7 @@ pub fn project(project: &Project) -> Value {
         "name": project.name,
         "timezone": project.timezone,
         "week_start_day": project.week_start_day,
+        "test_account_filters": project.test_account_filters,
         "created_at": project.created_at,
         "updated_at": project.updated_at.unwrap_or(project.created_at),
     })

@@ -53,11 +53,14 @@ pub struct ProjectChanges {
     name: Option<String>,
     timezone: Option<String>,
     week_start_day: Option<u8>,
+    /// Property filters marking test accounts: objects, each with a `key`.
+    test_account_filters: Option<Vec<serde_json::Map<String, Value>>>,
 }
 
 const MAX_NAME_CHARS: usize = 200;
 
-/// `PATCH /api/projects/:project_id/` with `name`, `timezone` and/or `week_start_day`.
+/// `PATCH /api/projects/:project_id/` with `name`, `timezone`, `week_start_day` and/or
+/// `test_account_filters`.
 pub async fn update(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -101,6 +104,17 @@ pub async fn update(
             format!("\"{day}\" is not a valid choice: 0 (Sunday) or 1 (Monday)."),
         ));
     }
+    if let Some(filters) = &changes.test_account_filters
+        && let Some(index) = filters
+            .iter()
+            .position(|filter| !filter.get("key").is_some_and(Value::is_string))
+    {
+        return Err(ApiError::field(
+            "test_account_filters",
+            "invalid_input",
+            format!("Filter at index {index} must have a string 'key'."),
+        ));
+    }
     let updated = Project::update(store, project.id, |project| {
         if let Some(name) = &name {
             project.name = name.clone();
@@ -110,6 +124,9 @@ pub async fn update(
         }
         if let Some(day) = changes.week_start_day {
             project.week_start_day = Some(day);
+        }
+        if let Some(filters) = &changes.test_account_filters {
+            project.test_account_filters = filters.iter().cloned().map(Value::Object).collect();
         }
     })
     .await?;

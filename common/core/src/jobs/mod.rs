@@ -201,6 +201,40 @@ impl Jobs {
         Ok(run)
     }
 
+    /// Records a queued run of the job called `name` and sends it on its way, for a caller that
+    /// must not link the job's code (a family Lambda queueing work the worker runs). The job need
+    /// not be registered here: the process that executes the run must know it.
+    pub async fn enqueue_named(
+        &self,
+        state: &AppState,
+        name: &str,
+        max_attempts: u32,
+        team_id: Option<i64>,
+        payload: Value,
+    ) -> Result<JobRun, JobError> {
+        let run = JobRun {
+            id: Uuid::now_v7(),
+            job: name.to_owned(),
+            team_id,
+            payload,
+            status: RunStatus::Queued,
+            attempts: 0,
+            max_attempts,
+            created_at: state.clock.now(),
+            started_at: None,
+            ended_at: None,
+            next_attempt_at: None,
+            error: None,
+            output: None,
+        };
+        run.create(state.store.as_ref()).await?;
+        if let Err(error) = deliver(state, run.envelope(), Duration::ZERO).await {
+            let _ = runs::finish(state, &run.key(), Err(error.to_string())).await;
+            return Err(error);
+        }
+        Ok(run)
+    }
+
     /// Starts a run of the job named by a schedule, here and now.
     pub async fn run_scheduled(
         &self,

@@ -18,6 +18,10 @@ pub struct Project {
     /// The first day of a week in insights: 0 Sunday, 1 Monday (None: Sunday, PostHog's default).
     #[serde(default)]
     pub week_start_day: Option<u8>,
+    /// Property filters (as in insights) that mark internal and test users; insights and
+    /// experiments leave those out when asked to filter test accounts.
+    #[serde(default)]
+    pub test_account_filters: Vec<serde_json::Value>,
     /// `phc_...`: public, identifies the project to capture.
     pub api_token: String,
     pub created_at: DateTime<Utc>,
@@ -63,6 +67,7 @@ impl Project {
             name: new.name.to_owned(),
             timezone: new.timezone.to_owned(),
             week_start_day: None,
+            test_account_filters: Vec::new(),
             api_token: random_token("phc_", 43),
             created_at: Utc::now(),
             updated_at: None,
