@@ -6,8 +6,11 @@
 //! `ExperimentQuery` node that `insights` compiles.
 
 pub mod model;
+pub mod render;
 pub mod repository;
 pub mod results;
+pub mod service;
 pub mod spec;
+pub mod validate;
 
 pub use model::{Experiment, Status};

@@ -3,7 +3,13 @@
 //! project's `COUNTER#EXPERIMENT` item. An experiment, the flag it creates or rewrites, the
 //! counter and the activity entries are written in one transaction.
 
-use common::store::{QueryOptions, Store, StoreError};
+use chrono::{DateTime, Utc};
+use common::activity::{self, Actor, Record};
+use common::store::{self, Condition, Item, QueryOptions, Store, StoreError, WriteOp};
+use feature_flags::FeatureFlag;
+use feature_flags::repository::{self as flags, NewFlag};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::Experiment;
 
@@ -84,4 +90,267 @@ pub async fn get_live(
         .await?
         .map(|stored| stored.experiment)
         .filter(|experiment| !experiment.deleted))
+}
+
+/// Top-level fields of a stored experiment that are bookkeeping, not changes worth a log line.
+const IGNORED_IN_DIFFS: &[&str] = &[
+    "id",
+    "team_id",
+    "version",
+    "created_at",
+    "updated_at",
+    "created_by",
+];
+
+/// What happens to the experiment's flag in the experiment's transaction.
+#[derive(Debug)]
+pub enum FlagWrite {
+    /// The flag stays as it is.
+    Keep,
+    /// A new flag, created with the experiment (its id becomes `feature_flag_id`).
+    Create(NewFlag),
+    /// The flag as read, and what it becomes.
+    Save {
+        before: flags::Stored,
+        after: FeatureFlag,
+    },
+}
+
+/// Why a write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The new flag's key is held by another live flag.
+    #[error("another flag holds this key")]
+    FlagKeyTaken,
+    /// The experiment or its flag changed since they were read; read them again.
+    #[error("the experiment or its flag changed since it was read")]
+    Raced,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An experiment as written, with its flag when the write touched it.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub experiment: Experiment,
+    pub flag: Option<FeatureFlag>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Counter {
+    value: i64,
+}
+
+/// Stores `experiment` with the project's next id, its `created` entry and the flag write, in one
+/// transaction. A lost race on either counter is retried; a taken flag key is
+/// [`WriteError::FlagKeyTaken`].
+pub async fn create(
+    store: &dyn Store,
+    team_id: i64,
+    experiment: Experiment,
+    flag: FlagWrite,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<Written, WriteError> {
+    let pk = team_pk(team_id);
+    for attempt in 0..store::UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let mut experiment = experiment.clone();
+        let (mut ops, written_flag) = plan_flag(store, team_id, &flag, actor, at).await?;
+        if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
+            experiment.feature_flag_id = flag.id;
+        }
+        let counter = store.get(&pk, COUNTER_SK).await?;
+        let (last, condition, version) = match &counter {
+            Some(item) => (
+                item.parse::<Counter>()?.value,
+                Condition::VersionEquals(item.version),
+                item.version + 1,
+            ),
+            None => (0, Condition::NotExists, 1),
+        };
+        experiment.id = last + 1;
+        experiment.team_id = team_id;
+        experiment.version = 1;
+        experiment.created_at = at;
+        experiment.updated_at = Some(at);
+        let mut counter_item = Item::of(
+            pk.clone(),
+            COUNTER_SK,
+            &Counter {
+                value: experiment.id,
+            },
+        )?;
+        counter_item.version = version;
+        let after = encode(&pk, &experiment)?;
+        ops.push(WriteOp::Put {
+            item: counter_item,
+            condition,
+        });
+        ops.push(WriteOp::Put {
+            item: Item::of(pk.clone(), experiment_sk(experiment.id), &experiment)?,
+            condition: Condition::NotExists,
+        });
+        ops.push(
+            record(
+                team_id,
+                actor,
+                activity::CREATED,
+                None,
+                &after,
+                &experiment,
+                at,
+            )
+            .put_op()?,
+        );
+        match store.transact_write(ops).await {
+            Ok(()) => {
+                return Ok(Written {
+                    experiment,
+                    flag: written_flag,
+                });
+            }
+            Err(StoreError::ConditionFailed) => {
+                if let FlagWrite::Create(new) = &flag
+                    && flags::create_failure(store, team_id, &new.key)
+                        .await?
+                        .is_some()
+                {
+                    return Err(WriteError::FlagKeyTaken);
+                }
+                if let FlagWrite::Save { before, .. } = &flag
+                    && !matches!(
+                        flags::save_failure(store, team_id, before).await,
+                        flags::WriteError::KeyTaken
+                    )
+                {
+                    return Err(WriteError::Raced);
+                }
+                // A counter moved under this write: count again.
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(WriteError::Raced)
+}
+
+/// Replaces `before` (as read) by `after` with the flag write, in one attempt: bumps `version`
+/// and `updated_at` and logs `updated`. [`WriteError::Raced`] when the experiment or the flag
+/// changed since they were read.
+pub async fn save(
+    store: &dyn Store,
+    team_id: i64,
+    before: &Stored,
+    mut after: Experiment,
+    flag: FlagWrite,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<Written, WriteError> {
+    let pk = team_pk(team_id);
+    let old = &before.experiment;
+    after.id = old.id;
+    after.team_id = team_id;
+    after.version = old.version + 1;
+    after.created_at = old.created_at;
+    after.created_by = old.created_by;
+    after.updated_at = Some(at);
+    let (mut ops, written_flag) = plan_flag(store, team_id, &flag, actor, at).await?;
+    if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
+        after.feature_flag_id = flag.id;
+    }
+    let mut item = Item::of(pk.clone(), experiment_sk(old.id), &after)?;
+    item.version = before.item_version + 1;
+    ops.push(WriteOp::Put {
+        item,
+        condition: Condition::VersionEquals(before.item_version),
+    });
+    let before_value = encode(&pk, old)?;
+    let after_value = encode(&pk, &after)?;
+    let activity = if !old.deleted && after.deleted {
+        activity::DELETED
+    } else {
+        activity::UPDATED
+    };
+    ops.push(
+        record(
+            team_id,
+            actor,
+            activity,
+            Some(&before_value),
+            &after_value,
+            &after,
+            at,
+        )
+        .put_op()?,
+    );
+    match store.transact_write(ops).await {
+        Ok(()) => Ok(Written {
+            experiment: after,
+            flag: written_flag,
+        }),
+        Err(StoreError::ConditionFailed) => match &flag {
+            FlagWrite::Create(new)
+                if flags::create_failure(store, team_id, &new.key)
+                    .await?
+                    .is_some() =>
+            {
+                Err(WriteError::FlagKeyTaken)
+            }
+            _ => Err(WriteError::Raced),
+        },
+        Err(other) => Err(other.into()),
+    }
+}
+
+async fn plan_flag(
+    store: &dyn Store,
+    team_id: i64,
+    flag: &FlagWrite,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<(Vec<WriteOp>, Option<FeatureFlag>), StoreError> {
+    Ok(match flag {
+        FlagWrite::Keep => (Vec::new(), None),
+        FlagWrite::Create(new) => {
+            let planned = flags::plan_create(store, team_id, new.clone(), actor, at).await?;
+            (planned.ops, Some(planned.flag))
+        }
+        FlagWrite::Save { before, after } => {
+            let planned = flags::plan_save(team_id, before, after.clone(), actor, at)?;
+            (planned.ops, Some(planned.flag))
+        }
+    })
+}
+
+fn encode(pk: &str, experiment: &Experiment) -> Result<Value, StoreError> {
+    serde_json::to_value(experiment).map_err(|source| StoreError::Encode {
+        pk: pk.to_owned(),
+        sk: experiment_sk(experiment.id),
+        source,
+    })
+}
+
+fn record<'a>(
+    team_id: i64,
+    actor: &Actor,
+    activity: &'a str,
+    before: Option<&'a Value>,
+    after: &'a Value,
+    experiment: &Experiment,
+    at: DateTime<Utc>,
+) -> Record<'a> {
+    Record {
+        team_id,
+        actor: actor.clone(),
+        activity,
+        scope: SCOPE,
+        item_id: experiment.id.to_string(),
+        name: Some(experiment.name.clone()),
+        before,
+        after,
+        ignored_fields: IGNORED_IN_DIFFS,
+        at,
+    }
 }

@@ -1,0 +1,127 @@
+//! What each write does to an experiment and its flag (reference 2.3–2.5, 2.7): pure decisions
+//! over what was read, returning the new experiment and the flag write for
+//! [`crate::repository`] to commit in one transaction.
+
+mod create;
+mod lifecycle;
+mod update;
+
+use common::error::ApiError;
+use feature_flags::FeatureFlag;
+use feature_flags::model::{FlagFilters, FlagGroup, Multivariate, Variant};
+use serde_json::{Map, Value, json};
+
+pub use create::{FlagChoice, create, duplicate_name};
+pub use lifecycle::{Action, Archive, End, ShipVariant, apply as lifecycle};
+pub use update::update;
+
+use crate::validate::{self, Parameters};
+
+/// PostHog's variants of a flag it creates without any given.
+pub fn default_variants() -> Vec<Variant> {
+    vec![
+        Variant {
+            key: "control".into(),
+            name: Some("Control Group".into()),
+            rollout_percentage: 50.0,
+        },
+        Variant {
+            key: "test".into(),
+            name: Some("Test Variant".into()),
+            rollout_percentage: 50.0,
+        },
+    ]
+}
+
+/// The filters of an experiment's flag from its parameters (2.3 flag resolution).
+pub fn flag_filters(parameters: &Parameters, base: Option<&FlagFilters>) -> FlagFilters {
+    let variants = parameters.variants.clone().unwrap_or_else(default_variants);
+    let mut filters = base.cloned().unwrap_or_default();
+    let rollout = parameters.rollout_percentage.unwrap_or(100.0);
+    match filters.groups.first_mut() {
+        Some(first) if base.is_some() => first.rollout_percentage = Some(rollout),
+        _ => {
+            filters.groups = vec![FlagGroup {
+                rollout_percentage: Some(rollout),
+                ..FlagGroup::default()
+            }]
+        }
+    }
+    filters.multivariate = Some(Multivariate { variants });
+    filters.aggregation_group_type_index = parameters.aggregation_group_type_index;
+    if let Some(payloads) = &parameters.payloads {
+        filters.payloads = payloads.clone();
+    }
+    filters
+}
+
+/// The launch checks on the flag (2.5 `launch`).
+pub fn launchable(flag: Option<&FeatureFlag>) -> Result<(), ApiError> {
+    let Some(flag) = flag.filter(|flag| !flag.deleted) else {
+        return Err(validate::invalid(
+            "Experiment cannot be launched because its feature flag has been deleted.",
+        ));
+    };
+    let keys: Vec<&str> = flag.variant_keys().collect();
+    if keys.len() < 2 {
+        return Err(validate::invalid(
+            "Feature flag must have at least 2 variants (control and at least one test variant)",
+        ));
+    }
+    if !keys.contains(&"control") {
+        return Err(validate::invalid(
+            "Feature flag must have a variant with key 'control'",
+        ));
+    }
+    Ok(())
+}
+
+/// The flag's variants as `parameters.feature_flag_variants` (stored with `rollout_percentage`).
+pub fn variants_json(flag: &FeatureFlag) -> Value {
+    let variants: Vec<Value> = flag
+        .filters
+        .multivariate
+        .iter()
+        .flat_map(|multivariate| multivariate.variants.iter())
+        .map(|variant| {
+            let mut object = Map::new();
+            object.insert("key".into(), json!(variant.key));
+            if let Some(name) = &variant.name {
+                object.insert("name".into(), json!(name));
+            }
+            object.insert(
+                "rollout_percentage".into(),
+                json!(variant.rollout_percentage),
+            );
+            Value::Object(object)
+        })
+        .collect();
+    Value::Array(variants)
+}
+
+/// DRF's CharField checks: required, not blank, at most `max` characters.
+pub(crate) fn text_field(
+    value: Option<&str>,
+    attr: &str,
+    max: usize,
+    allow_blank: bool,
+) -> Result<(), ApiError> {
+    let Some(value) = value else {
+        return Ok(());
+    };
+    if !allow_blank && value.trim().is_empty() {
+        return Err(ApiError::field(
+            attr,
+            "blank",
+            "This field may not be blank.",
+        ));
+    }
+    if value.chars().count() > max {
+        return Err(ApiError::field(
+            attr,
+            "max_length",
+            format!("Ensure this field has no more than {max} characters."),
+        ));
+    }
+    Ok(())
+}
