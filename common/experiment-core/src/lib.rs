@@ -12,5 +12,6 @@ pub mod results;
 pub mod service;
 pub mod spec;
 pub mod validate;
+pub mod velocity;
 
 pub use model::{Experiment, Status};

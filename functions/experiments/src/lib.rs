@@ -2,15 +2,53 @@
 //! actions on experiments and their flags, the activity log, eligible flags, velocity stats, and
 //! the daily timeseries of metric results with their recalculation (run by the job queue).
 
+mod actions;
+mod crud;
+mod reads;
+mod shared;
 mod timeseries;
 
 use axum::Router;
 use axum::routing::{get, post};
 use common::AppState;
 
+const BASE: &str = "/api/projects/{project_id}/experiments";
+
+fn path(tail: &str) -> String {
+    format!("{BASE}{tail}")
+}
+
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route(&path(""), get(crud::list).post(crud::create))
+        .route(&path("/activity"), get(reads::activity_of_all))
+        .route(
+            &path("/eligible_feature_flags"),
+            get(reads::eligible_feature_flags),
+        )
+        .route(&path("/stats"), get(reads::stats))
+        .route(
+            &path("/{id}"),
+            get(crud::retrieve)
+                .patch(crud::update)
+                .put(crud::update)
+                .delete(crud::destroy),
+        )
+        .route(&path("/{id}/activity"), get(reads::activity_of_one))
+        .route(&path("/{id}/launch"), post(actions::launch))
+        .route(&path("/{id}/pause"), post(actions::pause))
+        .route(&path("/{id}/resume"), post(actions::resume))
+        .route(&path("/{id}/end"), post(actions::end))
+        .route(&path("/{id}/ship_variant"), post(actions::ship_variant))
+        .route(&path("/{id}/reset"), post(actions::reset))
+        .route(&path("/{id}/archive"), post(actions::archive))
+        .route(&path("/{id}/unarchive"), post(actions::unarchive))
+        .route(&path("/{id}/duplicate"), post(actions::duplicate))
+        .route(
+            &path("/{id}/create_exposure_cohort_for_experiment"),
+            post(actions::create_exposure_cohort),
+        )
         .route(
             "/api/projects/{project_id}/experiments/{id}/timeseries_results",
             get(timeseries::results),

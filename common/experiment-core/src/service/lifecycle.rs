@@ -13,7 +13,7 @@ use crate::validate::{self, Conclusion};
 use crate::{Experiment, Status};
 
 /// `ship_variant`'s body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShipVariant {
     pub variant_key: String,
@@ -26,7 +26,7 @@ pub struct ShipVariant {
 }
 
 /// `end`'s body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct End {
     pub conclusion: Option<Conclusion>,
@@ -35,14 +35,14 @@ pub struct End {
 }
 
 /// `archive`'s body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Archive {
     #[serde(default)]
     pub disable_feature_flag: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Action {
     Launch,
     Pause,

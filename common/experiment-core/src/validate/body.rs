@@ -58,7 +58,7 @@ impl Conclusion {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExperimentBody {
     #[serde(default, deserialize_with = "present")]

@@ -1,0 +1,280 @@
+//! `POST /experiments/:id/<action>` (reference 2.5, 2.7): the lifecycle actions, `duplicate`,
+//! and `create_exposure_cohort_for_experiment` (refused: this product has no cohorts yet).
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use common::activity::Actor;
+use common::error::{ApiError, ApiResult};
+use common::{AppState, Authenticated};
+use experiment_core::Experiment;
+use experiment_core::repository::{self, FlagWrite};
+use experiment_core::service::{self, Action, Archive, End, ShipVariant};
+use experiment_core::validate::{self, invalid};
+use feature_flags::model::EvaluationRuntime;
+use feature_flags::repository::{self as flags, NewFlag};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::shared::{WRITE, experiment_id, load, mutate, render, write_error};
+
+/// An optional JSON body: nothing (or only whitespace) reads as `T::default()`.
+fn optional_body<T: DeserializeOwned + Default>(bytes: &Bytes) -> ApiResult<T> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    common::http::parse_json(bytes)
+}
+
+async fn act(
+    state: AppState,
+    auth: Authenticated,
+    project: String,
+    id: String,
+    action: Action,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let id = experiment_id(&id)?;
+    let at = state.clock.now();
+    mutate(&state, &auth.user, project.id, id, false, |loaded| {
+        service::lifecycle(action.clone(), &loaded.stored.experiment, loaded.flag(), at)
+    })
+    .await
+}
+
+/// `POST /:id/launch`
+pub async fn launch(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    act(state, auth, project, id, Action::Launch).await
+}
+
+/// `POST /:id/pause`
+pub async fn pause(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    act(state, auth, project, id, Action::Pause).await
+}
+
+/// `POST /:id/resume`
+pub async fn resume(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    act(state, auth, project, id, Action::Resume).await
+}
+
+/// `POST /:id/end` with `{conclusion?, conclusion_comment?}`
+pub async fn end(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let body: End = optional_body(&body)?;
+    act(state, auth, project, id, Action::End(body)).await
+}
+
+/// `POST /:id/ship_variant` with `{variant_key, release_to_everyone?, conclusion?, ...}`
+pub async fn ship_variant(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let body: ShipVariant = common::http::parse_json(&body)?;
+    act(state, auth, project, id, Action::ShipVariant(body)).await
+}
+
+/// `POST /:id/reset`
+pub async fn reset(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    act(state, auth, project, id, Action::Reset).await
+}
+
+/// `POST /:id/archive` with `{disable_feature_flag?}`
+pub async fn archive(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let body: Archive = optional_body(&body)?;
+    act(state, auth, project, id, Action::Archive(body)).await
+}
+
+/// `POST /:id/unarchive`
+pub async fn unarchive(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    act(state, auth, project, id, Action::Unarchive).await
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DuplicateBody {
+    feature_flag_key: Option<String>,
+    name: Option<String>,
+}
+
+/// `POST /:id/duplicate` (2.7): a new draft, by default on the same flag; 201.
+pub async fn duplicate(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let body: DuplicateBody = optional_body(&body)?;
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let loaded = load(store, project.id, experiment_id(&id)?, false).await?;
+    let source = &loaded.stored.experiment;
+    let live = repository::list_live(store, project.id).await?;
+    let name = match body.name {
+        Some(name) => name,
+        None => {
+            let taken: Vec<&str> = live.iter().map(|e| e.name.as_str()).collect();
+            service::duplicate_name(&source.name, &taken)
+        }
+    };
+    let key = match body.feature_flag_key {
+        Some(key) => key,
+        None => loaded
+            .flag()
+            .map(|flag| flag.key.clone())
+            .ok_or_else(|| invalid("The experiment's feature flag no longer exists."))?,
+    };
+    let mut copy: Experiment = source.clone();
+    copy.name = name;
+    copy.start_date = None;
+    copy.end_date = None;
+    copy.archived = false;
+    copy.deleted = false;
+    copy.conclusion = None;
+    copy.conclusion_comment = None;
+    copy.exposure_cohort_id = None;
+    copy.created_by = Some(auth.user.uuid);
+    copy.metrics = fresh_uuids(&copy.metrics, &mut copy.primary_metrics_ordered_uuids);
+    copy.metrics_secondary = fresh_uuids(
+        &copy.metrics_secondary,
+        &mut copy.secondary_metrics_ordered_uuids,
+    );
+    let parameters = validate::parameters(copy.parameters.as_ref())?;
+    let flag_write = match flags::key_holder(store, project.id, &key).await? {
+        Some(flag_id) => match flags::get_live(store, project.id, flag_id).await? {
+            Some(flag) => {
+                // The copy takes the existing flag's variants.
+                let mut object: Map<String, Value> = copy
+                    .parameters
+                    .as_ref()
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                object.insert(
+                    "feature_flag_variants".into(),
+                    service::variants_json(&flag),
+                );
+                copy.parameters = Some(Value::Object(object));
+                copy.feature_flag_id = flag.id;
+                FlagWrite::Keep
+            }
+            None => new_flag(&key, &copy, &parameters, &auth)?,
+        },
+        None => new_flag(&key, &copy, &parameters, &auth)?,
+    };
+    validate::fingerprints(&mut copy);
+    validate::sync_ordering(&mut copy, false, false)?;
+    let existing = match &flag_write {
+        FlagWrite::Keep => flags::get_live(store, project.id, copy.feature_flag_id).await?,
+        _ => None,
+    };
+    let created_flag = matches!(flag_write, FlagWrite::Create(_));
+    let at = state.clock.now();
+    let written = repository::create(
+        store,
+        project.id,
+        copy,
+        flag_write,
+        &Actor::user(&auth.user),
+        at,
+    )
+    .await
+    .map_err(write_error)?;
+    if created_flag {
+        feature_flags::cache::definitions_changed(&state, project.id);
+    }
+    let flag = written.flag.or(existing);
+    let answer = render(store, &written.experiment, flag.as_ref()).await?;
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
+}
+
+fn new_flag(
+    key: &str,
+    copy: &Experiment,
+    parameters: &validate::Parameters,
+    auth: &Authenticated,
+) -> ApiResult<FlagWrite> {
+    feature_flags::validate::key(key).map_err(|error| error.with_attr("feature_flag_key"))?;
+    Ok(FlagWrite::Create(NewFlag {
+        key: key.to_owned(),
+        name: format!("Feature Flag for Experiment {}", copy.name),
+        filters: service::flag_filters(parameters, None),
+        active: false,
+        ensure_experience_continuity: parameters.ensure_experience_continuity.unwrap_or(false),
+        evaluation_runtime: EvaluationRuntime::All,
+        evaluation_tags: Vec::new(),
+        created_by: Some(auth.user.uuid),
+    }))
+}
+
+/// New uuids for copied metrics, with the ordering remapped to them.
+fn fresh_uuids(metrics: &[Value], ordering: &mut Option<Vec<String>>) -> Vec<Value> {
+    let mut copies = Vec::with_capacity(metrics.len());
+    for metric in metrics {
+        let mut metric = metric.clone();
+        if let Some(object) = metric.as_object_mut() {
+            let fresh = Uuid::new_v4().to_string();
+            let old = object.insert("uuid".into(), Value::String(fresh.clone()));
+            if let (Some(Value::String(old)), Some(ordering)) = (old, ordering.as_mut()) {
+                for uuid in ordering.iter_mut().filter(|uuid| **uuid == old) {
+                    *uuid = fresh.clone();
+                }
+            }
+        }
+        copies.push(metric);
+    }
+    copies
+}
+
+/// `POST /:id/create_exposure_cohort_for_experiment`: this product has no cohorts, so there is
+/// nothing to create; a clear 400 rather than a pretend cohort.
+pub async fn create_exposure_cohort(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let loaded = load(store, project.id, experiment_id(&id)?, false).await?;
+    if loaded.stored.experiment.start_date.is_none() {
+        return Err(invalid("Experiment does not have a start date"));
+    }
+    Err(ApiError::bad_request(
+        "cohorts_unavailable",
+        "Cohorts are not available in this product yet, so an exposure cohort cannot be created for this experiment.",
+    ))
+}

@@ -1,0 +1,273 @@
+//! `/api/projects/:project_id/experiments/`: list, create, retrieve, update and the refused
+//! hard delete (reference 2.2–2.4, 2.7 list filters).
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use common::activity::Actor;
+use common::error::{ApiError, ApiResult};
+use common::http::Json;
+use common::models::User;
+use common::pagination::Pagination;
+use common::{AppState, Authenticated};
+use experiment_core::repository::{self, FlagWrite};
+use experiment_core::service::{self, FlagChoice};
+use experiment_core::validate::{ExperimentBody, invalid};
+use experiment_core::{Experiment, Status};
+use feature_flags::FeatureFlag;
+use feature_flags::repository as flags;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::shared::{READ, WRITE, experiment_id, mutate, render, write_error};
+
+#[derive(Debug, Deserialize)]
+pub struct ListParams {
+    status: Option<String>,
+    archived: Option<String>,
+    feature_flag_id: Option<String>,
+    created_by_id: Option<String>,
+    search: Option<String>,
+    order: Option<String>,
+}
+
+const ORDER_FIELDS: &[&str] = &[
+    "created_at",
+    "created_by",
+    "updated_at",
+    "name",
+    "start_date",
+    "end_date",
+    "duration",
+    "status",
+];
+
+/// `GET /experiments/`: live experiments with PostHog's filters, `-created_at` first.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    pagination: Pagination,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let Query(params) = params
+        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let status = match params.status.as_deref() {
+        None | Some("all") => None,
+        Some("draft") => Some(Status::Draft),
+        Some("running") => Some(Status::Running),
+        Some("paused") => Some(Status::Paused),
+        Some("stopped") | Some("complete") => Some(Status::Stopped),
+        Some(other) => {
+            return Err(ApiError::field(
+                "status",
+                "invalid_choice",
+                format!("\"{other}\" is not a valid choice."),
+            ));
+        }
+    };
+    let archived = match params.archived.as_deref() {
+        None | Some("false") | Some("False") | Some("0") => false,
+        Some("true") | Some("True") | Some("1") => true,
+        Some(other) => {
+            return Err(ApiError::field(
+                "archived",
+                "invalid",
+                format!("\"{other}\" is not a valid boolean."),
+            ));
+        }
+    };
+    let feature_flag_id = match params.feature_flag_id.as_deref() {
+        None => None,
+        Some(raw) => Some(raw.parse::<i64>().map_err(|_| {
+            ApiError::field(
+                "feature_flag_id",
+                "invalid",
+                "feature_flag_id must be an integer.",
+            )
+        })?),
+    };
+    let created_by = match params.created_by_id.as_deref() {
+        None => None,
+        Some(raw) => Some(raw.parse::<Uuid>().map_err(|_| {
+            ApiError::field(
+                "created_by_id",
+                "invalid",
+                "created_by_id must be a user's uuid.",
+            )
+        })?),
+    };
+    let order = params.order.as_deref().unwrap_or("-created_at");
+    let (descending, field) = match order.strip_prefix('-') {
+        Some(field) => (true, field),
+        None => (false, order),
+    };
+    if !ORDER_FIELDS.contains(&field) {
+        return Err(invalid(format!("Invalid order field: '{order}'")));
+    }
+    let search = params.search.map(|text| text.to_lowercase());
+
+    let flags_by_id: std::collections::HashMap<i64, FeatureFlag> =
+        flags::list_live(store, project.id)
+            .await?
+            .into_iter()
+            .map(|flag| (flag.id, flag))
+            .collect();
+    let mut rows: Vec<(Experiment, Option<&FeatureFlag>)> =
+        repository::list_live(store, project.id)
+            .await?
+            .into_iter()
+            .map(|experiment| {
+                let flag = flags_by_id.get(&experiment.feature_flag_id);
+                (experiment, flag)
+            })
+            .filter(|(experiment, flag)| {
+                experiment.archived == archived
+                    && status.is_none_or(|status| experiment.status(*flag) == status)
+                    && feature_flag_id.is_none_or(|id| experiment.feature_flag_id == id)
+                    && created_by.is_none_or(|uuid| experiment.created_by == Some(uuid))
+                    && search
+                        .as_ref()
+                        .is_none_or(|needle| experiment.name.to_lowercase().contains(needle))
+            })
+            .collect();
+    let now = state.clock.now();
+    rows.sort_by(|(a, flag_a), (b, flag_b)| {
+        let ordering = match field {
+            "created_by" => a.created_by.cmp(&b.created_by),
+            "updated_at" => a.updated_at.cmp(&b.updated_at),
+            "name" => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
+            "start_date" => a.start_date.cmp(&b.start_date),
+            "end_date" => a.end_date.cmp(&b.end_date),
+            "duration" => duration(a, now).cmp(&duration(b, now)),
+            "status" => a.status(*flag_a).name().cmp(b.status(*flag_b).name()),
+            _ => a.created_at.cmp(&b.created_at),
+        };
+        let ordering = ordering.then(a.id.cmp(&b.id));
+        if descending {
+            ordering.reverse()
+        } else {
+            ordering
+        }
+    });
+    let mut creators: std::collections::HashMap<Uuid, Option<User>> =
+        std::collections::HashMap::new();
+    let mut rendered = Vec::with_capacity(rows.len());
+    for (index, (experiment, flag)) in rows.iter().enumerate() {
+        let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
+        if !on_page {
+            rendered.push(serde_json::Value::Null); // outside the page: only counted
+            continue;
+        }
+        let creator = match experiment.created_by {
+            Some(uuid) => {
+                if !creators.contains_key(&uuid) {
+                    creators.insert(uuid, User::load(store, uuid).await?);
+                }
+                creators.get(&uuid).and_then(Option::as_ref)
+            }
+            None => None,
+        };
+        rendered.push(experiment_core::render::basic(experiment, *flag, creator));
+    }
+    Ok(axum::Json(pagination.page(&rendered)).into_response())
+}
+
+/// How long it ran (or has been running); never-started ones sort first.
+fn duration(experiment: &Experiment, now: chrono::DateTime<chrono::Utc>) -> Option<i64> {
+    experiment
+        .start_date
+        .map(|start| (experiment.end_date.unwrap_or(now) - start).num_seconds())
+}
+
+/// `POST /experiments/`: 201 with the experiment; its flag reused or created in the same write.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    Json(body): Json<ExperimentBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let choice = match &body.feature_flag_key {
+        Some(key) => match flags::key_holder(store, project.id, key).await? {
+            Some(id) => match flags::get_live(store, project.id, id).await? {
+                Some(flag) => FlagChoice::Existing(flag),
+                None => FlagChoice::New,
+            },
+            None => FlagChoice::New,
+        },
+        None => FlagChoice::New,
+    };
+    let at = state.clock.now();
+    let (experiment, flag_write) = service::create(body, choice, &auth.user, project.id, at)?;
+    let existing = match &flag_write {
+        FlagWrite::Keep => flags::get_live(store, project.id, experiment.feature_flag_id).await?,
+        _ => None,
+    };
+    let created_flag = matches!(flag_write, FlagWrite::Create(_));
+    let written = repository::create(
+        store,
+        project.id,
+        experiment,
+        flag_write,
+        &Actor::user(&auth.user),
+        at,
+    )
+    .await
+    .map_err(write_error)?;
+    if created_flag {
+        feature_flags::cache::definitions_changed(&state, project.id);
+    }
+    let flag = written.flag.or(existing);
+    let answer = render(store, &written.experiment, flag.as_ref()).await?;
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
+}
+
+/// `GET /experiments/:id/`: 404 for a deleted or unknown experiment.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let experiment = repository::get_live(store, project.id, experiment_id(&id)?)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let flag = flags::get(store, project.id, experiment.feature_flag_id)
+        .await?
+        .map(|stored| stored.flag);
+    Ok(axum::Json(render(store, &experiment, flag.as_ref()).await?).into_response())
+}
+
+/// `PATCH` (and `PUT`) `/experiments/:id/`: a partial update (2.4); `deleted: true`
+/// soft-deletes, and `deleted: false` restores a deleted one.
+pub async fn update(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    Json(body): Json<ExperimentBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let id = experiment_id(&id)?;
+    let restoring = body.deleted == Some(false);
+    mutate(&state, &auth.user, project.id, id, restoring, |loaded| {
+        service::update(body.clone(), &loaded.stored.experiment, loaded.flag())
+    })
+    .await
+}
+
+/// `DELETE /experiments/:id/`: PostHog's ForbidDestroyModel answers 405 with an empty body.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, _id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    auth.project(state.store.as_ref(), &project, WRITE).await?;
+    Ok(StatusCode::METHOD_NOT_ALLOWED.into_response())
+}

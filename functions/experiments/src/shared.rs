@@ -1,0 +1,133 @@
+//! What every route of the family shares: scopes, ids, loading an experiment with its flag,
+//! rendering with its creator, and committing a change with retries.
+
+use axum::response::{IntoResponse, Response};
+use common::AppState;
+use common::activity::Actor;
+use common::error::{ApiError, ApiResult};
+use common::models::{Scope, User};
+use common::store::{self, Store};
+use experiment_core::Experiment;
+use experiment_core::repository::{self, FlagWrite, WriteError};
+use feature_flags::FeatureFlag;
+use feature_flags::repository as flags;
+
+pub const READ: Scope = Scope::read("experiment");
+pub const WRITE: Scope = Scope::write("experiment");
+pub const FLAG_READ: Scope = Scope::read("feature_flag");
+pub const ACTIVITY_READ: Scope = Scope::read("activity_log");
+
+/// Tries of a change before it answers 409 (each try is one read and one transaction).
+const UPDATE_ATTEMPTS: u32 = 16;
+
+/// `:id` of an experiment; anything but an integer names none.
+pub fn experiment_id(raw: &str) -> ApiResult<i64> {
+    raw.parse::<i64>().map_err(|_| ApiError::not_found())
+}
+
+pub fn write_error(error: WriteError) -> ApiError {
+    match error {
+        WriteError::FlagKeyTaken => ApiError::field(
+            "feature_flag_key",
+            "unique",
+            "There is already a feature flag with this key.",
+        ),
+        WriteError::Raced => {
+            ApiError::conflict("The experiment kept changing under this request; retry.")
+        }
+        WriteError::Store(error) => error.into(),
+    }
+}
+
+/// An experiment as read with its flag as read (deleted or not; None if gone).
+pub struct Loaded {
+    pub stored: repository::Stored,
+    pub flag: Option<flags::Stored>,
+}
+
+impl Loaded {
+    pub fn flag(&self) -> Option<&FeatureFlag> {
+        self.flag.as_ref().map(|stored| &stored.flag)
+    }
+}
+
+/// The experiment `id` with its flag; 404 when it does not exist or is deleted (unless
+/// `deleted_too`, for a restore).
+pub async fn load(
+    store: &dyn Store,
+    team_id: i64,
+    id: i64,
+    deleted_too: bool,
+) -> ApiResult<Loaded> {
+    let stored = repository::get(store, team_id, id)
+        .await?
+        .filter(|stored| deleted_too || !stored.experiment.deleted)
+        .ok_or_else(ApiError::not_found)?;
+    let flag = flags::get(store, team_id, stored.experiment.feature_flag_id).await?;
+    Ok(Loaded { stored, flag })
+}
+
+/// ExperimentSerializer's JSON, with the creator read from the Store.
+pub async fn render(
+    store: &dyn Store,
+    experiment: &Experiment,
+    flag: Option<&FeatureFlag>,
+) -> ApiResult<serde_json::Value> {
+    let creator = match experiment.created_by {
+        Some(uuid) => User::load(store, uuid).await?,
+        None => None,
+    };
+    Ok(experiment_core::render::experiment(
+        experiment,
+        flag,
+        creator.as_ref(),
+    ))
+}
+
+/// Reads the experiment, lets `change` decide the new experiment and flag, and commits both;
+/// a concurrent writer makes it read and decide again. Answers the rendered experiment.
+pub async fn mutate<F>(
+    state: &AppState,
+    user: &User,
+    team_id: i64,
+    id: i64,
+    deleted_too: bool,
+    mut change: F,
+) -> ApiResult<Response>
+where
+    F: FnMut(&Loaded) -> ApiResult<(Experiment, Option<FeatureFlag>)>,
+{
+    let store = state.store.as_ref();
+    let actor = Actor::user(user);
+    for attempt in 0..UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let loaded = load(store, team_id, id, deleted_too).await?;
+        let (next, next_flag) = change(&loaded)?;
+        let flag_write = match (next_flag, &loaded.flag) {
+            (Some(after), Some(before)) => FlagWrite::Save {
+                before: before.clone(),
+                after,
+            },
+            _ => FlagWrite::Keep,
+        };
+        let flag_changed = matches!(flag_write, FlagWrite::Save { .. });
+        let at = state.clock.now();
+        match repository::save(store, team_id, &loaded.stored, next, flag_write, &actor, at).await {
+            Ok(written) => {
+                if flag_changed {
+                    feature_flags::cache::definitions_changed(state, team_id);
+                }
+                let flag = written
+                    .flag
+                    .or_else(|| loaded.flag.map(|stored| stored.flag));
+                let body = render(store, &written.experiment, flag.as_ref()).await?;
+                return Ok(axum::Json(body).into_response());
+            }
+            Err(WriteError::Raced) => continue,
+            Err(other) => return Err(write_error(other)),
+        }
+    }
+    Err(write_error(WriteError::Raced))
+}
