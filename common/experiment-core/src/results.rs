@@ -11,13 +11,29 @@
 //!   (`VersionEquals`), so of two concurrent requests one creates and the other finds it.
 
 use chrono::{DateTime, Days, NaiveDate, SecondsFormat, TimeZone, Utc};
-use chrono_tz::Tz;
+pub use chrono_tz::Tz;
+use common::models::Project;
 use common::store::{Condition, Item, QueryOptions, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::repository::team_pk;
+
+/// The job that runs a recalculation (it lives in `query-service`; families queue it by name
+/// through `common::jobs::Jobs::enqueue_named`, so they link no query engine).
+pub const TIMESERIES_JOB: &str = "experiment_timeseries";
+/// Attempts of a timeseries run: a retry resumes after the last stored day.
+pub const TIMESERIES_JOB_ATTEMPTS: u32 = 3;
+
+/// The payload of a [`TIMESERIES_JOB`] run (the project is the run's `team_id`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeseriesJob {
+    pub experiment_id: i64,
+    pub fingerprint: String,
+    pub recalculation_id: Uuid,
+}
 
 const RESULT_PREFIX: &str = "EXPRESULT#";
 const RECALC_PREFIX: &str = "EXPRECALC#";
@@ -339,6 +355,11 @@ pub async fn update_recalculation(
         }
     }
     Err(StoreError::ConditionFailed)
+}
+
+/// The project's time zone (UTC when its name is not one).
+pub fn project_tz(project: &Project) -> Tz {
+    project.timezone.parse().unwrap_or(chrono_tz::UTC)
 }
 
 /// The day (in `tz`) a row computed up to `query_to` (exclusive) stands for.

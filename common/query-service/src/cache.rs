@@ -7,15 +7,26 @@ use object_store::{ObjectStoreExt, PutPayload};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The key of a result: what was asked, of which data, read in which time zone; a query that
-/// reads the clock (`now()`, `today()`) is keyed by the minute too.
-pub fn key(team_id: i64, timezone: &str, sql: &str, events_version: Option<u64>) -> String {
+/// The key of a result: what was asked, of which data, read in which time zone, and `extra`
+/// (what shapes the answer beyond the SQL: an experiment's spec); a query that reads the clock
+/// (`now()`, `today()`) is keyed by the minute too.
+pub fn key(
+    team_id: i64,
+    timezone: &str,
+    sql: &str,
+    events_version: Option<u64>,
+    extra: &str,
+) -> String {
     let mut hash = Sha256::new();
     hash.update(team_id.to_le_bytes());
     hash.update(timezone.as_bytes());
     hash.update([0]);
     hash.update(sql.as_bytes());
     hash.update(events_version.map_or(-1, |v| v as i128).to_le_bytes());
+    if !extra.is_empty() {
+        hash.update([0]);
+        hash.update(extra.as_bytes());
+    }
     if sql.contains("now()") || sql.contains("current_date()") {
         hash.update(chrono::Utc::now().format("%Y-%m-%dT%H:%M").to_string());
     }

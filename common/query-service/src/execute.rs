@@ -139,7 +139,7 @@ pub async fn run(state: &AppState, request: Request<'_>) -> Result<Answer, Servi
         endpoint,
     } = request;
     if mode.is_async() {
-        runner::check(project, node)?;
+        runner::check(state, project, node).await?;
         // `async` (not `force_async`) answers a fresh cached result at once.
         if !mode.forced()
             && let Some(cached) = runner::cached(state, project, node).await

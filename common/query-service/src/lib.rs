@@ -8,12 +8,15 @@
 //! - [`run`]: a request in any execution [`Mode`], answered now or queued;
 //! - [`runner::run`]: one execution, no slot, no queue (the worker, the service's own reads);
 //! - [`jobs::enqueue`] / [`jobs::run_job`]: an async run, queued and picked up;
-//! - [`api_error`]: an engine error as PostHog answers it.
+//! - [`api_error`]: an engine error as PostHog answers it;
+//! - [`experiments`]: `ExperimentQuery`'s experiment from the Store, one day's run, and the
+//!   `experiment_timeseries` job.
 
 mod cache;
 mod caller;
 pub mod errors;
 mod execute;
+pub mod experiments;
 pub mod jobs;
 pub mod node;
 pub mod runner;

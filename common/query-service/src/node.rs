@@ -18,6 +18,9 @@ pub struct SqlNode {
     pub structured: Option<Value>,
     /// HogQLFilters for `{filters}` (the node's, with `filters_override` laid over them).
     pub filters: Option<Value>,
+    /// The experiment an `ExperimentQuery` is about, when the caller built it (a timeseries
+    /// day's run with its `as_of`); else it is loaded from the Store by `experiment_id`.
+    pub experiment: Option<std::sync::Arc<insights::experiments::ExperimentSpec>>,
 }
 
 /// What a caller lays over a node: PostHog's `name`, `variables_override` and `filters_override`.
@@ -87,6 +90,7 @@ impl SqlNode {
                 bindings: Bindings::default(),
                 structured: Some(query.clone()),
                 filters: None,
+                experiment: None,
             });
         }
         if kind != "HogQLQuery" && kind != "SqlDialectQuery" {
@@ -152,6 +156,7 @@ impl SqlNode {
             },
             structured: None,
             filters: Some(hogql_filters(node, overrides.filters)?),
+            experiment: None,
         })
     }
 }

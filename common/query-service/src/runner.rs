@@ -2,6 +2,7 @@
 //! under the configured limits; every execution leaves a query log record.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{Duration, Utc};
@@ -9,11 +10,12 @@ use common::AppState;
 use common::models::Project;
 use engine::sql::query_log::{self, QueryLogRecord};
 use engine::sql::{self, Limits, Output, QueryError};
+use insights::experiments::ExperimentSpec;
 use serde_json::{Value, json};
 
-use crate::cache;
 use crate::errors::log_exception;
 use crate::{Caller, SqlNode};
+use crate::{cache, experiments};
 
 pub struct Run<'a> {
     pub state: &'a AppState,
@@ -97,9 +99,11 @@ struct Planned {
 }
 
 async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Planned, QueryError> {
+    let experiment = experiments::spec_for(state, project, node).await?;
     let (compiled, queries) = match &node.structured {
         Some(structured) => {
-            let (compiled, queries) = compile_structured(project, structured)?;
+            let ctx = context(state, project, experiment.clone());
+            let (compiled, queries) = compile_with(&ctx, structured)?;
             (Some(compiled), queries)
         }
         None => (
@@ -114,7 +118,8 @@ async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Pla
             .push(sql::open_session(state, project.id, &project.timezone, query, &limits).await?);
     }
     // The events table's version is in the key, so a cached result is never stale; queries over
-    // persons or the log (which change without a version) are not cached.
+    // persons or the log (which change without a version) are not cached. An experiment's
+    // settings that shape the answer but not the SQL (stats_config, ...) are in it too.
     let cacheable = queries
         .iter()
         .all(|query| query.tables.iter().all(|t| t == "events"));
@@ -124,6 +129,10 @@ async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Pla
             &project.timezone,
             &joined(&queries, |query| &query.sql),
             sessions.first().and_then(|s| s.events_version),
+            &experiment
+                .as_deref()
+                .map(experiments::digest)
+                .unwrap_or_default(),
         )
     });
     Ok(Planned {
@@ -212,16 +221,43 @@ async fn execute(
     Ok(response)
 }
 
-/// Checks a node before it is queued, so a bad one is a 400 now rather than a failed job later.
-pub fn check(project: &Project, node: &SqlNode) -> Result<(), QueryError> {
+/// Checks a node before it is queued, so a bad one is a 400 now rather than a failed job later
+/// (an `ExperimentQuery`'s experiment is read for it).
+pub async fn check(state: &AppState, project: &Project, node: &SqlNode) -> Result<(), QueryError> {
     match &node.structured {
-        Some(structured) => compile_structured(project, structured).map(|_| ()),
+        Some(structured) => {
+            let experiment = experiments::spec_for(state, project, node).await?;
+            compile_with(&context(state, project, experiment), structured).map(|_| ())
+        }
         None => sql::prepare(&node.text, &bindings(project, node)?).map(|_| ()),
     }
 }
 
-/// What compiling in this project's terms needs: its time zone, and "now" for this request.
-fn context(project: &Project) -> insights::Context {
+/// What compiling in this project's terms needs: its time zone, "now" for this request, and
+/// the experiment of an `ExperimentQuery`.
+///
+/// An experiment's open end is "now" rounded up to the next minute (from the state's clock):
+/// results still include every event so far, yet requests within a minute make the same SQL
+/// and share a cached answer (new events change the events version in the key anyway).
+fn context(
+    state: &AppState,
+    project: &Project,
+    experiment: Option<Arc<ExperimentSpec>>,
+) -> insights::Context {
+    let now = match experiment {
+        Some(_) => experiments::minute_ceiling(state.clock.now()),
+        None => Utc::now(),
+    };
+    insights::Context {
+        timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
+        now,
+        week_start_day: project.week_start_day.unwrap_or(0),
+        check_expression: sql::check_expression,
+        experiment,
+    }
+}
+
+fn plain_context(project: &Project) -> insights::Context {
     insights::Context {
         timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
         now: Utc::now(),
@@ -242,18 +278,31 @@ fn invalid(invalid: insights::Invalid) -> QueryError {
 fn bindings(project: &Project, node: &SqlNode) -> Result<sql::Bindings, QueryError> {
     let mut bindings = node.bindings.clone();
     if let Some(filters) = &node.filters {
-        bindings.filters =
-            Some(insights::hogql_filters::expression(filters, &context(project)).map_err(invalid)?);
+        bindings.filters = Some(
+            insights::hogql_filters::expression(filters, &plain_context(project))
+                .map_err(invalid)?,
+        );
     }
     Ok(bindings)
 }
 
-/// Compiles a structured node for this project into its dialect queries, each prepared.
+/// Compiles a structured node for this project into its dialect queries, each prepared (an
+/// `ExperimentQuery` needs `experiment`: see [`experiments::spec_for`]).
 pub fn compile_structured(
     project: &Project,
     node: &Value,
+    experiment: Option<Arc<ExperimentSpec>>,
 ) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
-    let compiled = insights::compile(node, &context(project)).map_err(invalid)?;
+    let mut ctx = plain_context(project);
+    ctx.experiment = experiment;
+    compile_with(&ctx, node)
+}
+
+fn compile_with(
+    ctx: &insights::Context,
+    node: &Value,
+) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
+    let compiled = insights::compile(node, ctx).map_err(invalid)?;
     let prepared = compiled
         .queries
         .iter()

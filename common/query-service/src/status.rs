@@ -69,6 +69,7 @@ impl Job {
             },
             structured: self.structured.clone(),
             filters: self.filters.clone(),
+            experiment: None,
         }
     }
 

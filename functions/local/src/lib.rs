@@ -19,6 +19,16 @@ pub fn routes() -> Router<AppState> {
         .merge(experiments::router())
 }
 
+/// The app `analytics serve` runs, with every job registered so runs queued by name (an
+/// experiment's timeseries recalculation) find their job in this process.
 pub fn app(state: AppState) -> App {
+    register_jobs(&state);
     common::http::finish(routes(), state)
+}
+
+/// Every job, as the worker registers them.
+pub fn register_jobs(state: &AppState) {
+    engine::jobs::register(state);
+    query_service::jobs::register(state);
+    query_service::experiments::timeseries::register(state);
 }

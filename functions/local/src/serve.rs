@@ -68,9 +68,9 @@ const COMMIT_GRACE: Duration = Duration::from_secs(20);
 /// version references, which the next vacuum removes).
 pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
-    // Every job runs in this process: the lake's (the compaction schedule's) and async queries.
-    engine::jobs::register(&state);
-    query_service::jobs::register(&state);
+    // Every job runs in this process: the lake's (the compaction schedule's), async queries and
+    // experiment timeseries.
+    crate::register_jobs(&state);
     let compaction = tokio::spawn(common::jobs::schedule::every(
         state.clone(),
         ScheduledJob {

@@ -25,6 +25,7 @@ const JOB_START_MARGIN: Duration = Duration::from_secs(5);
 pub fn register_jobs(state: &AppState) {
     engine::jobs::register(state);
     query_service::jobs::register(state);
+    query_service::experiments::timeseries::register(state);
 }
 
 #[derive(Debug, Serialize)]
