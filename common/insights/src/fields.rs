@@ -46,6 +46,7 @@ const TRENDS_QUERY: &[&str] = &[
 ];
 const FUNNELS_QUERY: &[&str] = &["series", "interval", "breakdownFilter", "funnelsFilter"];
 const RETENTION_QUERY: &[&str] = &["retentionFilter", "breakdownFilter"];
+const EXPERIMENT_QUERY: &[&str] = &["experiment_id", "metric", "name"];
 
 /// `EntityNode` and its kinds (events, actions, data warehouse), with funnel exclusions' step range.
 const ENTITY: &[&str] = &[
@@ -85,6 +86,7 @@ pub fn check(node: &Value, kind: &str) -> Result<(), Invalid> {
         "TrendsQuery" => TRENDS_QUERY,
         "FunnelsQuery" => FUNNELS_QUERY,
         "RetentionQuery" => RETENTION_QUERY,
+        "ExperimentQuery" => EXPERIMENT_QUERY,
         _ => &[],
     };
     known(node, "", |field| {

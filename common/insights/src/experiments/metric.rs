@@ -81,8 +81,8 @@ pub struct RatioMetric {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum MetricSource {
-    Events(EventsSource),
-    Actions(ActionsSource),
+    Events(Box<EventsSource>),
+    Actions(Box<ActionsSource>),
 }
 
 impl MetricSource {
@@ -229,8 +229,12 @@ impl FunnelOrder {
 impl ExperimentMetric {
     /// The conversion window in seconds, when one is set (unit default: day).
     pub fn window_seconds(&self) -> Option<u64> {
-        self.conversion_window
-            .map(|n| n * self.conversion_window_unit.unwrap_or(WindowUnit::Day).seconds())
+        self.conversion_window.map(|n| {
+            n * self
+                .conversion_window_unit
+                .unwrap_or(WindowUnit::Day)
+                .seconds()
+        })
     }
 }
 
@@ -392,10 +396,7 @@ fn read_metric(metric: &Value, errors: &mut Vec<MetricError>) -> Option<Experime
             errors.push(MetricError::new(
                 vec!["metric_type".into()],
                 "union_tag_invalid",
-                format!(
-                    "Input tag should be one of {}",
-                    quoted_list(METRIC_TYPES)
-                ),
+                format!("Input tag should be one of {}", quoted_list(METRIC_TYPES)),
             ));
             None
         }
@@ -529,10 +530,10 @@ fn read_source(
                 ));
                 return None;
             }
-            typed(&cleaned, &loc, errors).map(MetricSource::Events)
+            typed(&cleaned, &loc, errors).map(|source| MetricSource::Events(Box::new(source)))
         }
         Some(Value::String(kind)) if kind == "ActionsNode" => {
-            typed(&cleaned, &loc, errors).map(MetricSource::Actions)
+            typed(&cleaned, &loc, errors).map(|source| MetricSource::Actions(Box::new(source)))
         }
         Some(Value::String(kind)) => {
             errors.push(tag_invalid(kind_loc, kind, SOURCE_KINDS));
