@@ -27,6 +27,18 @@ pub(super) async fn time_duckdb(
     runs: usize,
     python: Option<PathBuf>,
 ) -> anyhow::Result<Value> {
+    let queries = QUERIES.iter().map(|q| (q.name, q.duckdb.to_owned()));
+    time_duckdb_queries(files, queries.collect(), runs, python).await
+}
+
+/// Times `(name, sql)` queries in DuckDB over a view `events` of `files`, as `time_duckdb` does
+/// for `bench query`'s own list; the script's report (`results` per name) comes back.
+pub(super) async fn time_duckdb_queries(
+    files: &[PathBuf],
+    queries: Vec<(&str, String)>,
+    runs: usize,
+    python: Option<PathBuf>,
+) -> anyhow::Result<Value> {
     use std::io::Write;
     use std::process::{Command, Stdio};
 
@@ -37,7 +49,7 @@ pub(super) async fn time_duckdb(
         .unwrap_or_else(|| "python3".into());
     let input = json!({
         "files": files,
-        "queries": QUERIES.iter().map(|q| json!({"name": q.name, "sql": q.duckdb})).collect::<Vec<_>>(),
+        "queries": queries.iter().map(|(name, sql)| json!({"name": name, "sql": sql})).collect::<Vec<_>>(),
         "runs": runs.max(1),
         "warmup": WARMUP,
     })

@@ -12,6 +12,7 @@ use hyper::body::Bytes;
 use tokio::net::TcpListener;
 
 mod duckdb;
+mod experiments;
 mod flags;
 mod generator;
 pub mod import;
@@ -53,6 +54,10 @@ pub enum BenchCommand {
     /// Requests/s and latency of `POST /flags/?v=4` (posthog-python's call) on a project of 50
     /// flags created through the API, random distinct ids, over keep-alive connections.
     Flags(flags::Args),
+    /// An `ExperimentQuery` (a mean and a funnel metric) through `POST /api/projects/:id/query/`
+    /// over generated events with persons exposed to the experiment's flag, beside the same
+    /// per-variant sums in DuckDB over the same Parquet files.
+    Experiments(experiments::Args),
 }
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
@@ -93,6 +98,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Import(args) => import::run(args).await,
         BenchCommand::Query(args) => query::run(args).await,
         BenchCommand::Flags(args) => flags::run(args).await,
+        BenchCommand::Experiments(args) => experiments::run(args).await,
     }
 }
 

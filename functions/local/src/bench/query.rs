@@ -140,7 +140,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// The embedded backend over `data_dir`, whatever ANALYTICS_BACKEND says.
-async fn embedded_state(data_dir: PathBuf) -> anyhow::Result<AppState> {
+pub(super) async fn embedded_state(data_dir: PathBuf) -> anyhow::Result<AppState> {
     let mut config = Config::from_env()?;
     config.backend = Backend::Sqlite;
     config.data_dir = data_dir;
@@ -151,7 +151,7 @@ async fn embedded_state(data_dir: PathBuf) -> anyhow::Result<AppState> {
 
 /// The bootstrap project and key of a fresh store; on a bootstrapped one, the bootstrap user's
 /// current project and a new key.
-async fn project_and_key(state: &AppState) -> anyhow::Result<(i64, String)> {
+pub(super) async fn project_and_key(state: &AppState) -> anyhow::Result<(i64, String)> {
     let store = state.store.as_ref();
     if let Some(bootstrap) = common::provisioning::bootstrap_if_empty(store).await? {
         return Ok((bootstrap.project.id, bootstrap.key_secret));
@@ -175,7 +175,7 @@ async fn project_and_key(state: &AppState) -> anyhow::Result<(i64, String)> {
 }
 
 /// Local paths of the table's active Parquet files (none when there is no table yet).
-async fn table_files(state: &AppState, project: i64) -> anyhow::Result<Vec<PathBuf>> {
+pub(super) async fn table_files(state: &AppState, project: i64) -> anyhow::Result<Vec<PathBuf>> {
     let Some(table) = engine::lake::open_existing(state, project).await? else {
         return Ok(Vec::new());
     };
@@ -266,7 +266,7 @@ struct Timing {
 }
 
 /// Serves the app (no committer, no compaction: nothing changes the table while it is timed).
-async fn serve(state: AppState) -> anyhow::Result<SocketAddr> {
+pub(super) async fn serve(state: AppState) -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let service = axum::ServiceExt::<Request>::into_make_service(crate::app(state));
