@@ -152,6 +152,30 @@ impl World {
         answer
     }
 
+    /// The bootstrap project's experiment collection.
+    pub fn experiments_uri(&self) -> String {
+        format!("/api/projects/{}/experiments/", self.bootstrap.project.id)
+    }
+
+    /// Creates an experiment with the admin key; it must be accepted (201). Returns it.
+    pub async fn create_experiment(&self, body: Value) -> Value {
+        let (status, answer) = self
+            .send(
+                Method::POST,
+                &self.experiments_uri(),
+                Some(self.admin_key()),
+                Some(&body.to_string()),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "{} {body} {answer}",
+            self.name()
+        );
+        answer
+    }
+
     pub async fn get(&self, uri: &str, key: Option<&str>) -> (StatusCode, Value) {
         self.send(Method::GET, uri, key, None).await
     }

@@ -3,7 +3,7 @@
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
@@ -263,11 +263,16 @@ pub async fn update(
 }
 
 /// `DELETE /experiments/:id/`: PostHog's ForbidDestroyModel answers 405 with an empty body.
+/// The JSON content type, as DRF sends it, also keeps the error-shape layer from filling it.
 pub async fn destroy(
     State(state): State<AppState>,
     auth: Authenticated,
     Path((project, _id)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     auth.project(state.store.as_ref(), &project, WRITE).await?;
-    Ok(StatusCode::METHOD_NOT_ALLOWED.into_response())
+    Ok((
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::CONTENT_TYPE, "application/json")],
+    )
+        .into_response())
 }

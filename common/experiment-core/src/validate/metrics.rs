@@ -60,12 +60,6 @@ pub fn metrics(list: &[Value]) -> Result<(), ApiError> {
                 "Invalid metric at index {index}: metric kind must be 'ExperimentMetric'"
             )));
         }
-        if let Err(errors) = metric::parse(metric) {
-            return Err(invalid(format!(
-                "Invalid metric at index {index}: {}.",
-                errors_repr(&errors)
-            )));
-        }
         let is_empty_funnel = object.get("metric_type").and_then(Value::as_str) == Some("funnel")
             && object
                 .get("series")
@@ -74,6 +68,13 @@ pub fn metrics(list: &[Value]) -> Result<(), ApiError> {
         if is_empty_funnel {
             return Err(invalid(format!(
                 "Invalid metric at index {index}: funnel metrics require at least one step. The experiment exposure event is added as the initial step automatically."
+            )));
+        }
+        // After the empty-funnel check: PostHog's own message wins over the model's `too_short`.
+        if let Err(errors) = metric::parse(metric) {
+            return Err(invalid(format!(
+                "Invalid metric at index {index}: {}.",
+                errors_repr(&errors)
             )));
         }
     }
