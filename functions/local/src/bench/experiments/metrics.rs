@@ -1,7 +1,7 @@
 //! The two metrics `bench experiments` times: each as the `ExperimentMetric` our
 //! `ExperimentQuery` runs, and as DuckDB SQL computing the same per-variant sums over a view
 //! `events` of the same Parquet files (reference `experiment_stats.md` 1.2–1.3), and how both
-//! answers become comparable `[variant, n, sum, sum_squares]` rows.
+//! answers become comparable `[variant, n, sum, sum_squares, step counts...]` rows.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
@@ -84,15 +84,16 @@ pub(super) fn metrics(flag_key: &str, start: DateTime<Utc>) -> Vec<BenchMetric> 
                  step2 as (select s.p, s.variant, s.t1, min(q.t) as t2 \
                    from step1 s left join purchases q on q.p = s.p and q.t >= s.t1 \
                    group by s.p, s.variant, s.t1) \
-                 select variant, count(*) as n, count(t2) as total, count(t2) as squares \
+                 select variant, count(*) as n, count(t2) as total, count(t2) as squares, \
+                   count(t1) as reached_checkout, count(t2) as reached_purchase \
                  from step2 where variant <> '$multiple' group by variant order by variant"
             ),
         },
     ]
 }
 
-/// `[key, n, sum, sum_squares]` per variant of an `ExperimentQueryResponse` (the baseline and
-/// `variant_results`, at the top or under `results`), in key order.
+/// `[key, n, sum, sum_squares, step_counts...]` per variant of an `ExperimentQueryResponse`
+/// (the baseline and `variant_results`, at the top or under `results`), in key order.
 pub(super) fn our_rows(response: &Value) -> Value {
     let body = match response.get("baseline") {
         Some(_) => response,
@@ -102,12 +103,14 @@ pub(super) fn our_rows(response: &Value) -> Value {
         .chain(body["variant_results"].as_array().into_iter().flatten())
         .filter(|stats| stats.is_object())
         .map(|stats| {
-            json!([
-                stats["key"],
-                stats["number_of_samples"],
-                stats["sum"],
-                stats["sum_squares"]
-            ])
+            let head = [
+                &stats["key"],
+                &stats["number_of_samples"],
+                &stats["sum"],
+                &stats["sum_squares"],
+            ];
+            let steps = stats["step_counts"].as_array().into_iter().flatten();
+            Value::Array(head.into_iter().chain(steps).cloned().collect())
         })
         .collect();
     rows.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
@@ -148,6 +151,12 @@ mod tests {
             &json!([["control", 1, 1, 1], ["test", 2, 2, 2]])
         ));
         assert!(!same_keys(&rows, &json!([["control", 1, 1, 1]])));
+        let funnel = json!({
+            "baseline": {"key": "control", "number_of_samples": 10, "sum": 2, "sum_squares": 2,
+                         "step_counts": [5, 2]},
+            "variant_results": [],
+        });
+        assert_eq!(our_rows(&funnel), json!([["control", 10, 2, 2, 5, 2]]));
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let address = serve(state.clone()).await?;
     let mut client = Client::new(address, &key).await?;
-    let experiment = setup::create(&state, &mut client, project, FLAG_KEY, start).await?;
+    let experiment = setup::create(&mut client, project, FLAG_KEY, start).await?;
 
     let metrics = metrics::metrics(FLAG_KEY, start);
     let mut ours = Vec::new();
@@ -266,7 +266,10 @@ fn print_table(metrics: &[BenchMetric], ours: &[Timing], duckdb: Option<&Value>)
         let other = theirs
             .iter()
             .find(|r| r["name"].as_str() == Some(metric.name));
-        println!("{} [variant, n, sum, sum_squares]", metric.name);
+        println!(
+            "{} [variant, n, sum, sum_squares, step counts...]",
+            metric.name
+        );
         if timing.error.is_none() {
             println!("  ours   {}", timing.rows);
         }

@@ -1,14 +1,11 @@
-//! The flag and the experiment `bench experiments` measures: the flag through
-//! `POST /api/projects/:id/feature_flags/`, the experiment through
-//! `POST /api/projects/:id/experiments/` when that route answers, else written straight into the
-//! Store as `experiment_core`'s repository keeps it (`TEAM#<id>` / `EXPERIMENT#<019 id>`).
+//! The flag and the experiment `bench experiments` measures, created through the API as a user
+//! would: `POST /api/projects/:id/feature_flags/`, then `POST /api/projects/:id/experiments/`
+//! naming the flag's key (the existing flag is reused).
 
 use std::net::SocketAddr;
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, SecondsFormat, Utc};
-use common::AppState;
-use common::store::{Condition, Item};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
@@ -76,7 +73,6 @@ struct Created {
 /// Creates the 50/50 `control`/`test` flag and the running experiment on it, started at
 /// `start`; returns the experiment's id.
 pub(super) async fn create(
-    state: &AppState,
     client: &mut Client,
     project: i64,
     flag_key: &str,
@@ -120,81 +116,16 @@ pub(super) async fn create(
     });
     let path = format!("/api/projects/{project}/experiments/");
     let answer = client.send(hyper::Method::POST, &path, &body).await?;
-    if answer.status.is_success() {
-        let created: Created =
-            serde_json::from_value(answer.body.clone()).context("the created experiment")?;
-        if answer.body["start_date"].is_null() {
-            let patch = client
-                .send(
-                    hyper::Method::PATCH,
-                    &format!("{path}{}/", created.id),
-                    &json!({"start_date": start_text}),
-                )
-                .await?;
-            if !patch.status.is_success() {
-                bail!("setting the start date: {} {}", patch.status, patch.text);
-            }
-        }
-        println!(
-            "experiment {} created through POST {path} (flag {flag_key})",
-            created.id
-        );
-        return Ok(created.id);
+    if !answer.status.is_success() {
+        bail!("creating the experiment: {} {}", answer.status, answer.text);
     }
+    if answer.body["start_date"].is_null() {
+        bail!("the experiment was created as a draft: {}", answer.text);
+    }
+    let created: Created = serde_json::from_value(answer.body).context("the created experiment")?;
     println!(
-        "POST {path} answered {} ({}): writing the experiment into the Store directly",
-        answer.status,
-        answer.text.chars().take(200).collect::<String>()
+        "experiment {} created through POST {path} (flag {flag_key} id {}, started {start_text})",
+        created.id, flag.id
     );
-    write_directly(state, project, flag.id, &body, start).await
-}
-
-/// The experiment as `experiment_core::Experiment` serializes it, with the project's experiment
-/// counter, for builds where the create route is not there yet.
-async fn write_directly(
-    state: &AppState,
-    project: i64,
-    flag_id: i64,
-    body: &Value,
-    start: DateTime<Utc>,
-) -> anyhow::Result<i64> {
-    let store = state.store.as_ref();
-    let pk = format!("TEAM#{project}");
-    let counter = "COUNTER#EXPERIMENT";
-    if store.get(&pk, counter).await?.is_some() {
-        bail!("project {project} already has experiments: use a fresh --data-dir");
-    }
-    let id = 1;
-    let now = Utc::now();
-    let experiment = json!({
-        "id": id,
-        "team_id": project,
-        "name": body["name"],
-        "feature_flag_id": flag_id,
-        "start_date": start,
-        "type": "product",
-        "filters": {},
-        "parameters": body["parameters"],
-        "exposure_criteria": body["exposure_criteria"],
-        "stats_config": body["stats_config"],
-        "metrics": [],
-        "metrics_secondary": [],
-        "created_at": now,
-        "updated_at": now,
-        "version": 1,
-    });
-    store
-        .put(
-            Item::of(pk.clone(), counter, &json!({"value": id}))?,
-            Condition::NotExists,
-        )
-        .await?;
-    store
-        .put(
-            Item::of(pk, format!("EXPERIMENT#{id:019}"), &experiment)?,
-            Condition::NotExists,
-        )
-        .await?;
-    println!("experiment {id} written into the Store (flag id {flag_id})");
-    Ok(id)
+    Ok(created.id)
 }
