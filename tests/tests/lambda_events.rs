@@ -19,6 +19,7 @@ fn family_routes(family: &str) -> axum::Router<common::AppState> {
         "capture" => capture::router(),
         "query" => query::router(),
         "flags" => flags::router(),
+        "experiments" => experiments::router(),
         other => panic!("events/{other}/ names no known route family"),
     }
 }
