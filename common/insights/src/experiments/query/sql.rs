@@ -90,8 +90,10 @@ pub struct Plan {
     pub entity: String,
     /// The variant of an exposure event.
     pub variant: String,
-    /// Conditions of an exposure event (name, flag, variant keys, dates, test accounts).
+    /// Conditions of an exposure event (name, flag, dates, test accounts).
     pub exposure: String,
+    /// The variant keys an exposure may have (quoted literals), holdout included.
+    pub variant_keys: Vec<String>,
     pub handling: MultipleVariantHandling,
     pub start: DateTime<Utc>,
     /// Exposures and metric events up to here (inclusive): as_of, else end, else now.
@@ -176,7 +178,6 @@ impl Plan {
                 "The experiment's feature flag has no variants.",
             ));
         }
-        conditions.push(format!("{variant} IN ({})", keys.join(", ")));
         if spec.aggregation_group_type_index.is_some() {
             conditions.push(format!("{entity} != ''"));
         }
@@ -193,6 +194,7 @@ impl Plan {
             entity,
             variant,
             exposure: conditions.join(" AND "),
+            variant_keys: keys,
             handling: settings.handling(),
             start,
             until,
@@ -497,23 +499,25 @@ pub fn metric_query(plan: &Plan, ctx: &Context) -> Result<String, Invalid> {
 /// One row per exposed entity: `entity`, `variant`, `first_exposure` and, with a window,
 /// `window_end`.
 fn exposures_cte(plan: &Plan, window: Option<u64>) -> String {
-    let variant = &plan.variant;
+    // The inner query reads each property once per event; the outer one aggregates.
     let (pick, mut having) = match plan.handling {
         MultipleVariantHandling::Exclude => (
-            format!("min({variant})"),
-            vec![format!("min({variant}) = max({variant})")],
+            "min(exposure_variant)",
+            vec!["min(exposure_variant) = max(exposure_variant)".to_owned()],
         ),
-        MultipleVariantHandling::FirstSeen => (format!("argMin({variant}, timestamp)"), vec![]),
+        MultipleVariantHandling::FirstSeen => ("argMin(exposure_variant, exposure_time)", vec![]),
     };
     let window_end = match window {
-        Some(seconds) => format!(", min(timestamp) + toIntervalSecond({seconds}) AS window_end"),
+        Some(seconds) => {
+            format!(", min(exposure_time) + toIntervalSecond({seconds}) AS window_end")
+        }
         None => String::new(),
     };
     if plan.matured_only
         && let Some(seconds) = plan.window_seconds
     {
         having.push(format!(
-            "min(timestamp) + toIntervalSecond({seconds}) <= {}",
+            "min(exposure_time) + toIntervalSecond({seconds}) <= {}",
             sql_datetime(plan.until)
         ));
     }
@@ -523,10 +527,14 @@ fn exposures_cte(plan: &Plan, window: Option<u64>) -> String {
         format!(" HAVING {}", having.join(" AND "))
     };
     format!(
-        "exposures AS (SELECT {entity} AS entity, {pick} AS variant, \
-         min(timestamp) AS first_exposure{window_end} FROM events WHERE {where_clause} \
-         GROUP BY entity{having})",
+        "exposures AS (SELECT exposure_entity AS entity, {pick} AS variant, \
+         min(exposure_time) AS first_exposure{window_end} FROM (\
+         SELECT {entity} AS exposure_entity, {variant} AS exposure_variant, timestamp AS exposure_time \
+         FROM events WHERE {where_clause}) \
+         WHERE exposure_variant IN ({keys}) GROUP BY exposure_entity{having})",
         entity = plan.entity,
+        variant = plan.variant,
         where_clause = plan.exposure,
+        keys = plan.variant_keys.join(", "),
     )
 }

@@ -78,16 +78,18 @@ fn default_exposure_reads_the_flag_event_and_its_response() {
         "{text}"
     );
     assert!(
-        text.contains("properties['$feature_flag_response'] IN ('control', 'test')"),
+        text.contains("properties['$feature_flag_response'] AS exposure_variant"),
+        "{text}"
+    );
+    assert!(
+        text.contains("exposure_variant IN ('control', 'test')"),
         "{text}"
     );
     assert!(text.contains("timestamp >= toDateTime('2026-11-01 00:00:00.000000Z')"));
     // No end: up to now.
     assert!(text.contains("timestamp <= toDateTime('2026-11-20 00:00:00.000000Z')"));
     // `exclude` drops entities that saw two variants.
-    assert!(text.contains(
-        "HAVING min(properties['$feature_flag_response']) = max(properties['$feature_flag_response'])"
-    ));
+    assert!(text.contains("HAVING min(exposure_variant) = max(exposure_variant)"));
     assert!(
         text.contains("@internal"),
         "test accounts filtered by default: {text}"
@@ -115,11 +117,15 @@ fn custom_exposure_first_seen_groups_and_windows() {
     metric["conversion_window_unit"] = json!("hour");
     let text = sql_of(custom, metric);
     assert!(text.contains("event = '$pageview'"), "{text}");
-    assert!(text.contains("properties['$feature/my-flag'] IN ('control', 'test', 'holdout-3')"));
-    assert!(text.contains("argMin(properties['$feature/my-flag'], timestamp)"));
+    assert!(text.contains("exposure_variant IN ('control', 'test', 'holdout-3')"));
+    assert!(text.contains("properties['$feature/my-flag'] AS exposure_variant"));
+    assert!(text.contains("argMin(exposure_variant, exposure_time) AS variant"));
     assert!(!text.contains("@internal"), "{text}");
-    assert!(text.contains("properties['$group_1'] AS entity"), "{text}");
-    assert!(text.contains("min(timestamp) + toIntervalSecond(7200) AS window_end"));
+    assert!(
+        text.contains("properties['$group_1'] AS exposure_entity"),
+        "{text}"
+    );
+    assert!(text.contains("min(exposure_time) + toIntervalSecond(7200) AS window_end"));
     assert!(text.contains("m.timestamp < x.window_end"));
     // as_of wins over end.
     assert!(text.contains("timestamp <= toDateTime('2026-11-05 00:00:00.000000Z')"));
@@ -137,7 +143,7 @@ fn matured_users_bounds_funnels_and_ratios() {
     let text = sql_of(matured, metric);
     assert!(
         text.contains(
-            "min(timestamp) + toIntervalSecond(86400) <= toDateTime('2026-11-20 00:00:00.000000Z')"
+            "min(exposure_time) + toIntervalSecond(86400) <= toDateTime('2026-11-20 00:00:00.000000Z')"
         ),
         "{text}"
     );
