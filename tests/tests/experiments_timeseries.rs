@@ -264,6 +264,41 @@ async fn timeseries_recalculate_run_and_read() {
             "{name} {other}"
         );
 
+        // A metric the compiler refuses: the first day is stored as failed, the recalculation
+        // fails, and the series says so.
+        let bad = json!({"kind": "ExperimentMetric", "uuid": "m-bad", "metric_type": "mean",
+                         "source": {"kind": "EventsNode", "event": "$pageview", "math": "nonsense"}});
+        let (status, answer) = post(
+            recalc.clone(),
+            json!({"metric": bad, "fingerprint": "fp-bad"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{name} {answer}");
+        let mut ended = RecalculationStatus::Pending;
+        for _ in 0..600 {
+            let found = results::find_recalculation(store.as_ref(), project, 1, "fp-bad")
+                .await
+                .unwrap();
+            ended = found.map(|(r, _)| r.status).unwrap();
+            if !ended.is_active() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(ended, RecalculationStatus::Failed, "{name}");
+        let (status, failed) = world
+            .get(
+                &format!("{base}/1/timeseries_results?metric_uuid=m-bad&fingerprint=fp-bad"),
+                Some(&key),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {failed}");
+        assert_eq!(failed["status"], json!("failed"), "{name} {failed}");
+        assert_eq!(failed["recalculation_status"], json!("failed"), "{name}");
+        let first_day = day(0).date_naive().to_string();
+        assert!(failed["errors"][&first_day].is_string(), "{name} {failed}");
+        assert_eq!(failed["timeseries"][&first_day], Value::Null, "{name}");
+
         for (uri, detail) in [
             (
                 format!("{base}/1/timeseries_results?fingerprint=fp-1"),
