@@ -108,11 +108,12 @@ pub enum FlagWrite {
     /// The flag stays as it is.
     Keep,
     /// A new flag, created with the experiment (its id becomes `feature_flag_id`).
-    Create(NewFlag),
+    Create(Box<NewFlag>),
     /// The flag as read, and what it becomes.
+    /// Boxed: a flag is large beside the other variants.
     Save {
-        before: flags::Stored,
-        after: FeatureFlag,
+        before: Box<flags::Stored>,
+        after: Box<FeatureFlag>,
     },
 }
 
@@ -314,11 +315,11 @@ async fn plan_flag(
     Ok(match flag {
         FlagWrite::Keep => (Vec::new(), None),
         FlagWrite::Create(new) => {
-            let planned = flags::plan_create(store, team_id, new.clone(), actor, at).await?;
+            let planned = flags::plan_create(store, team_id, (**new).clone(), actor, at).await?;
             (planned.ops, Some(planned.flag))
         }
         FlagWrite::Save { before, after } => {
-            let planned = flags::plan_save(team_id, before, after.clone(), actor, at)?;
+            let planned = flags::plan_save(team_id, before, (**after).clone(), actor, at)?;
             (planned.ops, Some(planned.flag))
         }
     })

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
+use crate::FeatureFlag;
 use common::models::User;
 use common::store::{Store, StoreError};
-use crate::FeatureFlag;
 use serde_json::{Value, json};
 use uuid::Uuid;
 

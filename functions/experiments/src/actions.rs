@@ -229,7 +229,7 @@ fn new_flag(
     auth: &Authenticated,
 ) -> ApiResult<FlagWrite> {
     feature_flags::validate::key(key).map_err(|error| error.with_attr("feature_flag_key"))?;
-    Ok(FlagWrite::Create(NewFlag {
+    Ok(FlagWrite::Create(Box::new(NewFlag {
         key: key.to_owned(),
         name: format!("Feature Flag for Experiment {}", copy.name),
         filters: service::flag_filters(parameters, None),
@@ -238,7 +238,7 @@ fn new_flag(
         evaluation_runtime: EvaluationRuntime::All,
         evaluation_tags: Vec::new(),
         created_by: Some(auth.user.uuid),
-    }))
+    })))
 }
 
 /// New uuids for copied metrics, with the ordering remapped to them.

@@ -164,8 +164,8 @@ pub async fn list(
         }
         let creator = match experiment.created_by {
             Some(uuid) => {
-                if !creators.contains_key(&uuid) {
-                    creators.insert(uuid, User::load(store, uuid).await?);
+                if let std::collections::hash_map::Entry::Vacant(slot) = creators.entry(uuid) {
+                    slot.insert(User::load(store, uuid).await?);
                 }
                 creators.get(&uuid).and_then(Option::as_ref)
             }
@@ -195,7 +195,7 @@ pub async fn create(
     let choice = match &body.feature_flag_key {
         Some(key) => match flags::key_holder(store, project.id, key).await? {
             Some(id) => match flags::get_live(store, project.id, id).await? {
-                Some(flag) => FlagChoice::Existing(flag),
+                Some(flag) => FlagChoice::Existing(Box::new(flag)),
                 None => FlagChoice::New,
             },
             None => FlagChoice::New,

@@ -107,8 +107,8 @@ where
         let (next, next_flag) = change(&loaded)?;
         let flag_write = match (next_flag, &loaded.flag) {
             (Some(after), Some(before)) => FlagWrite::Save {
-                before: before.clone(),
-                after,
+                before: Box::new(before.clone()),
+                after: Box::new(after),
             },
             _ => FlagWrite::Keep,
         };

@@ -17,7 +17,7 @@ use crate::validate::{self, ExperimentBody, Kind};
 /// The flag `feature_flag_key` names, as the caller found it.
 pub enum FlagChoice {
     /// A live flag of the project holds the key: the experiment runs on it.
-    Existing(FeatureFlag),
+    Existing(Box<FeatureFlag>),
     /// No live flag holds it: one is created.
     New,
 }
@@ -103,7 +103,7 @@ pub fn create(
         FlagChoice::New => {
             feature_flags::validate::key(&key)
                 .map_err(|error| error.with_attr("feature_flag_key"))?;
-            FlagWrite::Create(NewFlag {
+            FlagWrite::Create(Box::new(NewFlag {
                 key: key.clone(),
                 name: format!("Feature Flag for Experiment {name}"),
                 filters: flag_filters(&parameters, None),
@@ -114,7 +114,7 @@ pub fn create(
                 evaluation_runtime: EvaluationRuntime::All,
                 evaluation_tags: Vec::new(),
                 created_by: Some(user.uuid),
-            })
+            }))
         }
     };
 
