@@ -261,7 +261,7 @@ async fn experiment_metrics_over_known_events() {
         // Outliers: pooled values 30, 0, 5, 10; the median is 7.5 and the lower bound the
         // minimum 0. Control 7.5, 0, 5; test 7.5.
         let mut clamped = mean(sum.clone());
-        clamped["upper_bound_percentile"] = json!(50);
+        clamped["upper_bound_percentile"] = json!(0.5);
         let response = run(&world, spec(), clamped.clone()).await;
         assert_eq!(
             sums(&response),

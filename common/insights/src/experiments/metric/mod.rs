@@ -437,12 +437,12 @@ fn read_mean(body: &Value, errors: &mut Vec<MetricError>) -> Option<MeanMetric> 
         ("upper_bound_percentile", mean.upper_bound_percentile),
     ] {
         if let Some(p) = value
-            && !(p > 0.0 && p <= 100.0)
+            && !(0.0..=1.0).contains(&p)
         {
             errors.push(MetricError::new(
                 vec![field.into()],
                 "value_error",
-                "Percentiles must be greater than 0 and at most 100",
+                "Percentiles are fractions from 0 to 1 (0.95 is the 95th percentile), as PostHog stores them",
             ));
         }
     }

@@ -20,14 +20,14 @@ fn a_mean_metric_reads_typed() {
         "source": {"kind": "EventsNode", "event": "purchase", "math": "sum",
                    "math_property": "amount", "response": {"ignored": true}, "version": 1,
                    "properties": [{"key": "plan", "value": "pro", "type": "event"}]},
-        "upper_bound_percentile": 99, "ignore_zeros": true, "response": null,
+        "upper_bound_percentile": 0.99, "ignore_zeros": true, "response": null,
     }))
     .expect("valid");
     assert_eq!(metric.window_seconds(), Some(2 * 7 * 86_400));
     let MetricType::Mean(mean) = &metric.metric_type else {
         panic!("mean expected");
     };
-    assert_eq!(mean.upper_bound_percentile, Some(99.0));
+    assert_eq!(mean.upper_bound_percentile, Some(0.99));
     assert!(mean.ignore_zeros);
     assert_eq!(mean.source.math(), MathType::Sum);
     let MetricSource::Events(events) = &mean.source else {
@@ -113,7 +113,7 @@ fn funnels_need_a_step_and_percentiles_a_range() {
     let found = locs(json!({
         "kind": "ExperimentMetric", "metric_type": "mean",
         "source": {"kind": "EventsNode", "event": "a"},
-        "lower_bound_percentile": 0, "upper_bound_percentile": 101,
+        "lower_bound_percentile": -0.1, "upper_bound_percentile": 95,
     }));
     assert_eq!(found.len(), 2);
     assert_eq!(found[0].0, json!(["lower_bound_percentile"]));

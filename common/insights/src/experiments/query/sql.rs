@@ -226,8 +226,9 @@ fn body(metric: &MetricType, ctx: &Context) -> Result<Body, Invalid> {
     Ok(match metric {
         MetricType::Mean(mean) => Body::Mean {
             side: side(&mean.source, ctx, "metric.source")?,
-            lower: mean.lower_bound_percentile.map(|p| p / 100.0),
-            upper: mean.upper_bound_percentile.map(|p| p / 100.0),
+            // PostHog stores the bounds as fractions (0.95) and hands them to `quantile` as they are.
+            lower: mean.lower_bound_percentile,
+            upper: mean.upper_bound_percentile,
             ignore_zeros: mean.ignore_zeros,
         },
         MetricType::Funnel(funnel) => {
@@ -500,7 +501,19 @@ pub fn metric_query(plan: &Plan, ctx: &Context) -> Result<String, Invalid> {
 /// `window_end`.
 fn exposures_cte(plan: &Plan, window: Option<u64>) -> String {
     // The inner query reads each property once per event; the outer one aggregates.
+    // Outlier bounds are PostHog's quantiles over every exposed entity, `$multiple` ones included
+    // (PostHog drops them after its query): then they stay as a variant of their own here, which
+    // the assembly leaves out. Otherwise they are dropped at once.
+    let pools_multiple = matches!(
+        plan.body,
+        Body::Mean { lower, upper, .. } if lower.is_some() || upper.is_some()
+    );
+    let keep_multiple = format!(
+        "if(min(exposure_variant) = max(exposure_variant), min(exposure_variant), {})",
+        sql_text::string(MULTIPLE)
+    );
     let (pick, mut having) = match plan.handling {
+        MultipleVariantHandling::Exclude if pools_multiple => (keep_multiple.as_str(), vec![]),
         MultipleVariantHandling::Exclude => (
             "min(exposure_variant)",
             vec!["min(exposure_variant) = max(exposure_variant)".to_owned()],

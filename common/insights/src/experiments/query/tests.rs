@@ -137,8 +137,8 @@ fn matured_users_bounds_funnels_and_ratios() {
     matured.only_count_matured_users = true;
     let mut metric = mean();
     metric["conversion_window"] = json!(1);
-    metric["lower_bound_percentile"] = json!(5);
-    metric["upper_bound_percentile"] = json!(95);
+    metric["lower_bound_percentile"] = json!(0.05);
+    metric["upper_bound_percentile"] = json!(0.95);
     metric["ignore_zeros"] = json!(true);
     let text = sql_of(matured, metric);
     assert!(
@@ -148,6 +148,11 @@ fn matured_users_bounds_funnels_and_ratios() {
         "{text}"
     );
     assert!(text.contains("quantile(0.05)(value) AS lo, quantile(0.95)(value) AS hi FROM per_entity WHERE value != 0"), "{text}");
+    // The bounds pool every exposed entity, those seen in several variants too (PostHog's order).
+    assert!(
+        text.contains("min(exposure_variant), '$multiple') AS variant"),
+        "{text}"
+    );
 
     let funnel = json!({"kind": "ExperimentMetric", "metric_type": "funnel", "funnel_order_type": "unordered",
         "series": [{"kind": "EventsNode", "event": "a"}, {"kind": "EventsNode", "event": "b"}]});
