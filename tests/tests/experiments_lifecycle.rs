@@ -354,3 +354,70 @@ async fn duplicate_eligible_flags_stats_and_no_cohorts() {
         );
     }
 }
+
+#[tokio::test]
+async fn copy_to_project_makes_a_draft_on_the_target_projects_flag() {
+    for world in World::all().await {
+        let name = world.name();
+        let store = world.backend.state.store.clone();
+        let target = common::provisioning::create_project(
+            store.as_ref(),
+            world.bootstrap.organization.id,
+            "Target",
+            "UTC",
+        )
+        .await
+        .unwrap();
+        let created = world
+            .create_experiment(json!({"name": "Portable", "feature_flag_key": "portable",
+                "start_date": "2025-01-01T00:00:00Z",
+                "metrics": [{"kind": "ExperimentMetric", "metric_type": "mean",
+                    "source": {"kind": "EventsNode", "event": "buy"}}]}))
+            .await;
+        let id = &created["id"];
+        let (status, copy) = action(
+            &world,
+            id,
+            "copy_to_project",
+            json!({"target_team_id": target.id}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{name} {copy}");
+        assert_eq!(copy["name"], "Portable", "{name}");
+        assert_eq!(copy["status"], "draft", "{name}");
+        assert_eq!(copy["feature_flag"]["key"], "portable", "{name}");
+        assert_eq!(copy["feature_flag"]["team_id"], target.id, "{name}");
+        assert_ne!(
+            copy["metrics"][0]["uuid"], created["metrics"][0]["uuid"],
+            "{name}"
+        );
+        let (status, read) = world
+            .get(
+                &format!("/api/projects/{}/experiments/{}/", target.id, copy["id"]),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {read}");
+
+        let (status, body) = action(
+            &world,
+            id,
+            "copy_to_project",
+            json!({"target_team_id": 987_654}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{name}");
+        assert_eq!(body["detail"], "Target team not found.", "{name}");
+        let (status, _) = action(
+            &world,
+            id,
+            "copy_to_project",
+            json!({"target_team_id": world.foreign_project}),
+        )
+        .await;
+        assert!(
+            status == StatusCode::NOT_FOUND || status == StatusCode::FORBIDDEN,
+            "{name} {status}"
+        );
+    }
+}

@@ -7,6 +7,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
+use common::http::Json;
+use common::models::Project;
 use common::{AppState, Authenticated};
 use experiment_core::Experiment;
 use experiment_core::repository::{self, FlagWrite};
@@ -19,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::shared::{WRITE, experiment_id, load, mutate, render, write_error};
+use crate::shared::{Loaded, WRITE, experiment_id, load, mutate, render, write_error};
 
 /// An optional JSON body: nothing (or only whitespace) reads as `T::default()`.
 fn optional_body<T: DeserializeOwned + Default>(bytes: &Bytes) -> ApiResult<T> {
@@ -142,16 +144,87 @@ pub async fn duplicate(
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
     let loaded = load(store, project.id, experiment_id(&id)?, false).await?;
-    let source = &loaded.stored.experiment;
-    let live = repository::list_live(store, project.id).await?;
     let name = match body.name {
         Some(name) => name,
         None => {
+            let live = repository::list_live(store, project.id).await?;
             let taken: Vec<&str> = live.iter().map(|e| e.name.as_str()).collect();
-            service::duplicate_name(&source.name, &taken)
+            service::duplicate_name(&loaded.stored.experiment.name, &taken)
         }
     };
-    let key = match body.feature_flag_key {
+    copy_into(
+        &state,
+        &auth,
+        &loaded,
+        project.id,
+        body.feature_flag_key,
+        name,
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyBody {
+    target_team_id: i64,
+    feature_flag_key: Option<String>,
+    name: Option<String>,
+}
+
+/// `POST /:id/copy_to_project` (2.7): a draft copy in another project the caller may write
+/// to, on that project's flag of the same key (or a new one); 201.
+pub async fn copy_to_project(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    Json(body): Json<CopyBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let loaded = load(store, project.id, experiment_id(&id)?, false).await?;
+    let target_not_found = || ApiError::not_found_detail("Target team not found.");
+    if Project::load(store, body.target_team_id).await?.is_none() {
+        return Err(target_not_found());
+    }
+    let target = match auth
+        .project(store, &body.target_team_id.to_string(), WRITE)
+        .await
+    {
+        Ok(target) => target,
+        Err(error) if error.status == StatusCode::NOT_FOUND => return Err(target_not_found()),
+        Err(_) => {
+            return Err(ApiError::permission_denied(
+                "You do not have write access to the target project.",
+            ));
+        }
+    };
+    let name = body
+        .name
+        .unwrap_or_else(|| loaded.stored.experiment.name.clone());
+    copy_into(
+        &state,
+        &auth,
+        &loaded,
+        target.id,
+        body.feature_flag_key,
+        name,
+    )
+    .await
+}
+
+/// A draft copy of `loaded` in project `team_id` (2.7): new metric uuids with the ordering
+/// remapped; the flag of `key` (default: the source's) reused with its variants, or created.
+async fn copy_into(
+    state: &AppState,
+    auth: &Authenticated,
+    loaded: &Loaded,
+    team_id: i64,
+    key: Option<String>,
+    name: String,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let source = &loaded.stored.experiment;
+    let key = match key {
         Some(key) => key,
         None => loaded
             .flag()
@@ -159,6 +232,7 @@ pub async fn duplicate(
             .ok_or_else(|| invalid("The experiment's feature flag no longer exists."))?,
     };
     let mut copy: Experiment = source.clone();
+    copy.team_id = team_id;
     copy.name = name;
     copy.start_date = None;
     copy.end_date = None;
@@ -174,8 +248,8 @@ pub async fn duplicate(
         &mut copy.secondary_metrics_ordered_uuids,
     );
     let parameters = validate::parameters(copy.parameters.as_ref())?;
-    let flag_write = match flags::key_holder(store, project.id, &key).await? {
-        Some(flag_id) => match flags::get_live(store, project.id, flag_id).await? {
+    let flag_write = match flags::key_holder(store, team_id, &key).await? {
+        Some(flag_id) => match flags::get_live(store, team_id, flag_id).await? {
             Some(flag) => {
                 // The copy takes the existing flag's variants.
                 let mut object: Map<String, Value> = copy
@@ -192,21 +266,21 @@ pub async fn duplicate(
                 copy.feature_flag_id = flag.id;
                 FlagWrite::Keep
             }
-            None => new_flag(&key, &copy, &parameters, &auth)?,
+            None => new_flag(&key, &copy, &parameters, auth)?,
         },
-        None => new_flag(&key, &copy, &parameters, &auth)?,
+        None => new_flag(&key, &copy, &parameters, auth)?,
     };
     validate::fingerprints(&mut copy);
     validate::sync_ordering(&mut copy, false, false)?;
     let existing = match &flag_write {
-        FlagWrite::Keep => flags::get_live(store, project.id, copy.feature_flag_id).await?,
+        FlagWrite::Keep => flags::get_live(store, team_id, copy.feature_flag_id).await?,
         _ => None,
     };
     let created_flag = matches!(flag_write, FlagWrite::Create(_));
     let at = state.clock.now();
     let written = repository::create(
         store,
-        project.id,
+        team_id,
         copy,
         flag_write,
         &Actor::user(&auth.user),
@@ -215,7 +289,7 @@ pub async fn duplicate(
     .await
     .map_err(write_error)?;
     if created_flag {
-        feature_flags::cache::definitions_changed(&state, project.id);
+        feature_flags::cache::definitions_changed(state, team_id);
     }
     let flag = written.flag.or(existing);
     let answer = render(store, &written.experiment, flag.as_ref()).await?;

@@ -46,6 +46,10 @@ pub fn router() -> Router<AppState> {
         .route(&path("/{id}/unarchive"), post(actions::unarchive))
         .route(&path("/{id}/duplicate"), post(actions::duplicate))
         .route(
+            &path("/{id}/copy_to_project"),
+            post(actions::copy_to_project),
+        )
+        .route(
             &path("/{id}/create_exposure_cohort_for_experiment"),
             post(actions::create_exposure_cohort),
         )
