@@ -355,3 +355,78 @@ fn record<'a>(
         at,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use feature_flags::model::{EvaluationRuntime, FlagFilters};
+
+    fn draft(name: &str) -> Experiment {
+        serde_json::from_value(serde_json::json!({
+            "id": 0, "team_id": 0, "name": name, "feature_flag_id": 0,
+            "created_at": "2025-01-01T00:00:00Z"}))
+        .unwrap()
+    }
+
+    fn new_flag(key: &str) -> FlagWrite {
+        FlagWrite::Create(Box::new(NewFlag {
+            key: key.into(),
+            name: String::new(),
+            filters: FlagFilters::default(),
+            active: false,
+            ensure_experience_continuity: false,
+            evaluation_runtime: EvaluationRuntime::All,
+            evaluation_tags: Vec::new(),
+            created_by: None,
+        }))
+    }
+
+    #[tokio::test]
+    async fn concurrent_creates_count_up_and_keys_and_versions_are_guarded() {
+        let store = common::testing::memory_store();
+        let actor = Actor::system();
+        let at = Utc::now();
+        let (a, b) = tokio::join!(
+            create(&store, 1, draft("a"), new_flag("a"), &actor, at),
+            create(&store, 1, draft("b"), new_flag("b"), &actor, at),
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let mut ids = [a.experiment.id, b.experiment.id];
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2]);
+        // Each experiment points at the flag made with it.
+        assert_eq!(a.experiment.feature_flag_id, a.flag.as_ref().unwrap().id);
+        assert_eq!(b.experiment.feature_flag_id, b.flag.as_ref().unwrap().id);
+        assert!(matches!(
+            create(&store, 1, draft("c"), new_flag("a"), &actor, at).await,
+            Err(WriteError::FlagKeyTaken)
+        ));
+        assert_eq!(list_all(&store, 1).await.unwrap().len(), 2);
+
+        // A stale read races; a fresh one saves and bumps the version.
+        let stored = get(&store, 1, a.experiment.id).await.unwrap().unwrap();
+        let mut renamed = stored.experiment.clone();
+        renamed.name = "a2".into();
+        let saved = save(
+            &store,
+            1,
+            &stored,
+            renamed.clone(),
+            FlagWrite::Keep,
+            &actor,
+            at,
+        )
+        .await
+        .unwrap();
+        assert_eq!(saved.experiment.version, 2);
+        assert!(matches!(
+            save(&store, 1, &stored, renamed, FlagWrite::Keep, &actor, at).await,
+            Err(WriteError::Raced)
+        ));
+        let history = activity::list(&store, 1, SCOPE, Some(&a.experiment.id.to_string()))
+            .await
+            .unwrap();
+        let kinds: Vec<&str> = history.iter().map(|e| e.activity.as_str()).collect();
+        assert_eq!(kinds, ["updated", "created"]);
+    }
+}
