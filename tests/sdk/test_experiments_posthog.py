@@ -21,7 +21,7 @@ exposures (first exposure per person from the start date, `$multiple` excluded),
 values after their first exposure, the winsorized bounds (linear-interpolated quantiles pooled over
 every exposed person, as ClickHouse's `quantile` is for fewer than 8,192 values) and the per-variant
 n / sum / sum of squares, funnel step counts and ratio sums: the API's must be equal (the revenue
-amounts are multiples of 1/4, so float sums are exact in any order; winsorized sums to 1e-12).
+amounts are multiples of 1/4, so float sums are exact in any order; winsorized sums to 1e-8).
 scipy then computes the statistics from DuckDB's sums as reference experiment_stats.md defines
 them (relative lift with the delta-method variance; Bayesian chance to win and 95 % credible
 interval; frequentist Welch t with the raw-variance df; proportions with p(1-p); ratio metrics with
@@ -57,7 +57,10 @@ from node_harness import keep_logs, post_node, report  # noqa: E402
 UTC = datetime.timezone.utc
 FLAG_KEY = "checkout-redesign"
 VARIANTS = [("control", 50), ("test", 50)]
+# 2,000 ids on the embedded backend; the emulator (moto, one request at a time) takes a fifth of
+# them, as every capture batch is a staged S3 object and a DynamoDB write there.
 PEOPLE = 2_000
+PEOPLE_BY_BACKEND = {"sqlite": 2_000, "dynamodb": 400}
 CONVERSION = {"control": 0.30, "test": 0.40}
 SDK_THREADS = 4
 VISIBLE_TIMEOUT_SECONDS = 90
@@ -463,8 +466,10 @@ def compare_result(label, method, body, sums, failures, facts):
         return
     for key, arm in (("control", baseline), ("test", test)):
         for field, want in sums[label][key].items():
-            # Exact, except winsorized sums: the bounds are interpolated, so the summing order shows.
-            tolerance = 1e-12 if label == "winsorized" and field != "number_of_samples" else 0
+            # Exact, except winsorized sums: the engine's quantile (DataFusion's percentile_cont) lands
+            # within about 1e-9 (relative) of DuckDB's exactly interpolated quantile_cont, and every
+            # entity clamped to a bound carries that difference into the sums.
+            tolerance = 1e-8 if label == "winsorized" and field != "number_of_samples" else 0
             if not close(arm.get(field), want, tolerance):
                 hint = ""
                 if label == "winsorized":
@@ -502,6 +507,8 @@ def query_all(server, experiment, method, sums, facts, failures, summary):
 
 
 def check(backend):
+    global PEOPLE
+    PEOPLE = PEOPLE_BY_BACKEND.get(backend, PEOPLE)
     server = Server(backend)
     logs = keep_logs(server)
     failures, summary = [], []
@@ -520,7 +527,7 @@ def check(backend):
         wrong = [row for row in sdk_exposures if not row[1] == row[2] == reference_variant(row[0])]
         assert not wrong, f"SDK exposures with another variant: {wrong[:5]}"
         assert facts["multiple"] == PEOPLE // 50, f"{facts['multiple']} people in both variants"
-        assert facts["before_exposure"] > 300 and facts["before_launch"] == PEOPLE // 50, facts
+        assert facts["before_exposure"] > PEOPLE * 3 // 20 and facts["before_launch"] == PEOPLE // 50, facts
         assert sums["funnel"]["control"]["number_of_samples"] + sums["funnel"]["test"]["number_of_samples"] \
             == PEOPLE - PEOPLE // 50
 

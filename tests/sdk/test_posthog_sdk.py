@@ -98,7 +98,11 @@ class Server:
 
     def stop(self):
         self.process.terminate()
-        self.process.wait(timeout=10)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # do not let a slow stop hide the check's own error
+            self.process.kill()
+            self.process.wait()
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
