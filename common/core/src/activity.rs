@@ -312,28 +312,15 @@ pub async fn list(
             },
         ),
     };
-    let mut entries = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .query(
-                &partition,
-                QueryOptions {
-                    limit: Some(1000),
-                    cursor: cursor.take(),
-                    descending: true,
-                    ..options.clone()
-                },
-            )
-            .await?;
-        for item in &page.items {
-            entries.push(item.parse::<Entry>()?);
-        }
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(entries),
-        }
-    }
+    let options = QueryOptions {
+        descending: true,
+        ..options
+    };
+    crate::store::query_pages(store, &partition, options)
+        .await?
+        .iter()
+        .map(|item| item.parse::<Entry>())
+        .collect()
 }
 
 /// The newest entry of one item, if any (e.g. to name who changed it last).

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use common::activity::{self, Actor, Record};
-use common::store::{self, Condition, Item, QueryOptions, Store, StoreError, WriteOp};
+use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use feature_flags::FeatureFlag;
 use feature_flags::repository::{self as flags, NewFlag};
 use serde::{Deserialize, Serialize};
@@ -37,29 +37,11 @@ pub struct Stored {
 
 /// Every experiment of a project, deleted ones included, in id order.
 pub async fn list_all(store: &dyn Store, team_id: i64) -> Result<Vec<Experiment>, StoreError> {
-    let pk = team_pk(team_id);
-    let mut experiments = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .query(
-                &pk,
-                QueryOptions {
-                    sk_prefix: EXPERIMENT_PREFIX.into(),
-                    limit: Some(1000),
-                    cursor: cursor.take(),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        for item in &page.items {
-            experiments.push(item.parse::<Experiment>()?);
-        }
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(experiments),
-        }
-    }
+    store::query_prefix(store, &team_pk(team_id), EXPERIMENT_PREFIX)
+        .await?
+        .iter()
+        .map(|item| item.parse::<Experiment>())
+        .collect()
 }
 
 /// Every experiment of a project that is not deleted, in id order.

@@ -13,7 +13,7 @@
 use chrono::{DateTime, Days, NaiveDate, SecondsFormat, TimeZone, Utc};
 pub use chrono_tz::Tz;
 use common::models::Project;
-use common::store::{Condition, Item, QueryOptions, Store, StoreError};
+use common::store::{self, Condition, Item, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -141,34 +141,6 @@ pub fn recalculation_sk(experiment_id: i64, fingerprint: &str) -> String {
     format!("{RECALC_PREFIX}{experiment_id:019}#{fingerprint}")
 }
 
-/// Every item of the partition whose sort key starts with `prefix`, in key order.
-async fn query_all_prefix(
-    store: &dyn Store,
-    pk: &str,
-    prefix: &str,
-) -> Result<Vec<Item>, StoreError> {
-    let mut items = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .query(
-                pk,
-                QueryOptions {
-                    sk_prefix: prefix.to_owned(),
-                    limit: Some(1000),
-                    cursor: cursor.take(),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        items.extend(page.items);
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(items),
-        }
-    }
-}
-
 /// Writes one day's result over whatever that day held (`created_at` of an earlier row kept).
 pub async fn upsert_result(
     store: &dyn Store,
@@ -196,7 +168,7 @@ pub async fn list_results(
     metric_uuid: &str,
     fingerprint: Option<&str>,
 ) -> Result<Vec<MetricResult>, StoreError> {
-    let items = query_all_prefix(
+    let items = store::query_prefix(
         store,
         &team_pk(team_id),
         &result_prefix(experiment_id, metric_uuid),

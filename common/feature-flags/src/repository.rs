@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use common::activity::{self, Actor, Record};
-use common::store::{self, Condition, Item, QueryOptions, Store, StoreError, WriteOp};
+use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -89,32 +89,14 @@ struct KeyClaim {
 
 /// Every flag of a project that is not deleted (active or not), in id order.
 pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<FeatureFlag>, StoreError> {
-    let pk = team_pk(team_id);
     let mut flags = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .query(
-                &pk,
-                QueryOptions {
-                    sk_prefix: FLAG_PREFIX.into(),
-                    limit: Some(1000),
-                    cursor: cursor.take(),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        for item in &page.items {
-            let flag: FeatureFlag = item.parse()?;
-            if !flag.deleted {
-                flags.push(flag);
-            }
-        }
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(flags),
+    for item in store::query_prefix(store, &team_pk(team_id), FLAG_PREFIX).await? {
+        let flag: FeatureFlag = item.parse()?;
+        if !flag.deleted {
+            flags.push(flag);
         }
     }
+    Ok(flags)
 }
 
 /// One flag, deleted or not.

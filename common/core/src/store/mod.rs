@@ -302,6 +302,40 @@ pub async fn query_all(
     partition: &str,
     index: Index,
 ) -> Result<Vec<Item>, StoreError> {
+    query_pages(
+        store,
+        partition,
+        QueryOptions {
+            index,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// Every item of a partition whose sort key starts with `sk_prefix`, in key order.
+pub async fn query_prefix(
+    store: &dyn Store,
+    partition: &str,
+    sk_prefix: &str,
+) -> Result<Vec<Item>, StoreError> {
+    query_pages(
+        store,
+        partition,
+        QueryOptions {
+            sk_prefix: sk_prefix.to_owned(),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// Every item `options` selects (its `limit` and `cursor` aside), read 1000 at a time.
+pub async fn query_pages(
+    store: &dyn Store,
+    partition: &str,
+    options: QueryOptions,
+) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::new();
     let mut cursor = None;
     loop {
@@ -309,10 +343,9 @@ pub async fn query_all(
             .query(
                 partition,
                 QueryOptions {
-                    index,
                     limit: Some(1000),
                     cursor: cursor.take(),
-                    ..Default::default()
+                    ..options.clone()
                 },
             )
             .await?;
