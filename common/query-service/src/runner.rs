@@ -244,17 +244,12 @@ fn context(
     project: &Project,
     experiment: Option<Arc<ExperimentSpec>>,
 ) -> insights::Context {
-    let now = match experiment {
-        Some(_) => experiments::minute_ceiling(state.clock.now()),
-        None => Utc::now(),
-    };
-    insights::Context {
-        timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
-        now,
-        week_start_day: project.week_start_day.unwrap_or(0),
-        check_expression: sql::check_expression,
-        experiment,
+    let mut ctx = plain_context(project);
+    if experiment.is_some() {
+        ctx.now = experiments::minute_ceiling(state.clock.now());
     }
+    ctx.experiment = experiment;
+    ctx
 }
 
 fn plain_context(project: &Project) -> insights::Context {
