@@ -357,6 +357,35 @@ pub async fn query_pages(
     }
 }
 
+/// A per-partition id counter's item (`COUNTER#<KIND>`).
+#[derive(Serialize, serde::Deserialize)]
+struct Counter {
+    value: i64,
+}
+
+/// The next id of the counter at (`pk`, `counter_sk`) and the write that claims it: put the write
+/// in the same transaction as the item that takes the id. A concurrent claim makes that
+/// transaction fail with [`StoreError::ConditionFailed`]; read again and retry.
+pub async fn claim_next_id(
+    store: &dyn Store,
+    pk: &str,
+    counter_sk: &str,
+) -> Result<(i64, WriteOp), StoreError> {
+    let current = store.get(pk, counter_sk).await?;
+    let (last, condition, version) = match &current {
+        Some(item) => (
+            item.parse::<Counter>()?.value,
+            Condition::VersionEquals(item.version),
+            item.version + 1,
+        ),
+        None => (0, Condition::NotExists, 1),
+    };
+    let id = last + 1;
+    let mut item = Item::of(pk, counter_sk, &Counter { value: id })?;
+    item.version = version;
+    Ok((id, WriteOp::Put { item, condition }))
+}
+
 /// Tries of [`update`] before it gives up with [`StoreError::ConditionFailed`].
 pub const UPDATE_ATTEMPTS: u32 = 8;
 const BACKOFF_BASE: Duration = Duration::from_millis(2);

@@ -1,0 +1,361 @@
+//! Cohorts in the Store: a project's cohorts live in its partition (`TEAM#<id>`) under
+//! `COHORT#<zero-padded id>`, ids from the project's `COUNTER#COHORT` item. A cohort, its
+//! activity entry and whatever the caller links to it (an experiment naming it as its exposure
+//! cohort) are written in one transaction.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use common::activity::{self, Actor, Record};
+use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
+use serde_json::Value;
+
+use crate::definition::DefinitionError;
+use crate::{Cohort, Filters};
+
+/// The activity log's scope for cohorts (PostHog's model name).
+pub const SCOPE: &str = "Cohort";
+
+const COHORT_PREFIX: &str = "COHORT#";
+const COUNTER_SK: &str = "COUNTER#COHORT";
+/// How deep cohorts may name cohorts that name cohorts.
+const MAX_NESTING: usize = 10;
+
+pub fn team_pk(team_id: i64) -> String {
+    format!("TEAM#{team_id}")
+}
+
+/// Zero-padded so sort-key order is id order.
+pub fn cohort_sk(id: i64) -> String {
+    format!("{COHORT_PREFIX}{id:019}")
+}
+
+/// A cohort as read, with the Store item's version that a write must still find.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub cohort: Cohort,
+    pub item_version: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The cohort (or an item written with it) changed since it was read; read again.
+    #[error("the cohort changed since it was read")]
+    Raced,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Every cohort of a project, deleted ones included, in id order.
+pub async fn list_all(store: &dyn Store, team_id: i64) -> Result<Vec<Cohort>, StoreError> {
+    store::query_prefix(store, &team_pk(team_id), COHORT_PREFIX)
+        .await?
+        .iter()
+        .map(|item| item.parse::<Cohort>())
+        .collect()
+}
+
+/// Every cohort of a project that is not deleted, in id order.
+pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<Cohort>, StoreError> {
+    let mut cohorts = list_all(store, team_id).await?;
+    cohorts.retain(|cohort| !cohort.deleted);
+    Ok(cohorts)
+}
+
+/// One cohort, deleted or not.
+pub async fn get(store: &dyn Store, team_id: i64, id: i64) -> Result<Option<Stored>, StoreError> {
+    let Some(item) = store.get(&team_pk(team_id), &cohort_sk(id)).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Stored {
+        cohort: item.parse()?,
+        item_version: item.version,
+    }))
+}
+
+/// One cohort unless it is deleted.
+pub async fn get_live(
+    store: &dyn Store,
+    team_id: i64,
+    id: i64,
+) -> Result<Option<Cohort>, StoreError> {
+    Ok(get(store, team_id, id)
+        .await?
+        .map(|stored| stored.cohort)
+        .filter(|cohort| !cohort.deleted))
+}
+
+/// Top-level fields that are bookkeeping, not changes worth a log line.
+const IGNORED_IN_DIFFS: &[&str] = &[
+    "id",
+    "team_id",
+    "version",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "count",
+    "is_calculating",
+    "last_calculation",
+    "errors_calculating",
+    "last_error_at",
+];
+
+/// Stores `cohort` with the project's next id and its `created` entry, plus the writes `link`
+/// makes for the cohort as it will be stored (its id known), in one transaction. A lost race on
+/// the counter is retried; a failed condition of `link`'s writes is [`WriteError::Raced`].
+pub async fn create<F>(
+    store: &dyn Store,
+    team_id: i64,
+    cohort: Cohort,
+    actor: &Actor,
+    at: DateTime<Utc>,
+    mut link: F,
+) -> Result<Cohort, WriteError>
+where
+    F: FnMut(&Cohort) -> Result<Vec<WriteOp>, StoreError>,
+{
+    let pk = team_pk(team_id);
+    for attempt in 0..store::UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let (id, counter) = store::claim_next_id(store, &pk, COUNTER_SK).await?;
+        let mut cohort = cohort.clone();
+        cohort.id = id;
+        cohort.team_id = team_id;
+        cohort.version = 1;
+        cohort.created_at = at;
+        cohort.updated_at = Some(at);
+        let after = encode(&pk, &cohort)?;
+        let mut ops = vec![
+            counter,
+            WriteOp::Put {
+                item: Item::of(pk.clone(), cohort_sk(id), &cohort)?,
+                condition: Condition::NotExists,
+            },
+            record(team_id, actor, activity::CREATED, None, &after, &cohort, at).put_op()?,
+        ];
+        ops.extend(link(&cohort)?);
+        match store.transact_write(ops).await {
+            Ok(()) => return Ok(cohort),
+            // The counter moved (count again) or a linked item changed (the caller's to read).
+            Err(StoreError::ConditionFailed) => {
+                let counter_now = store::claim_next_id(store, &pk, COUNTER_SK).await?.0;
+                if counter_now == id {
+                    return Err(WriteError::Raced);
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(WriteError::Raced)
+}
+
+/// Replaces `before` (as read) by `after`: bumps `version` and `updated_at` and logs `updated`
+/// (or `deleted`). [`WriteError::Raced`] when the cohort changed since it was read.
+pub async fn save(
+    store: &dyn Store,
+    team_id: i64,
+    before: &Stored,
+    mut after: Cohort,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<Cohort, WriteError> {
+    let pk = team_pk(team_id);
+    let old = &before.cohort;
+    after.id = old.id;
+    after.team_id = team_id;
+    after.version = old.version + 1;
+    after.created_at = old.created_at;
+    after.created_by = old.created_by;
+    after.updated_at = Some(at);
+    let mut item = Item::of(pk.clone(), cohort_sk(old.id), &after)?;
+    item.version = before.item_version + 1;
+    let before_value = encode(&pk, old)?;
+    let after_value = encode(&pk, &after)?;
+    let kind = if !old.deleted && after.deleted {
+        activity::DELETED
+    } else {
+        activity::UPDATED
+    };
+    let ops = vec![
+        WriteOp::Put {
+            item,
+            condition: Condition::VersionEquals(before.item_version),
+        },
+        record(
+            team_id,
+            actor,
+            kind,
+            Some(&before_value),
+            &after_value,
+            &after,
+            at,
+        )
+        .put_op()?,
+    ];
+    match store.transact_write(ops).await {
+        Ok(()) => Ok(after),
+        Err(StoreError::ConditionFailed) => Err(WriteError::Raced),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Bookkeeping that is not a user's change (count, calculation state): written under the
+/// item's version without an activity entry. `change` may run more than once.
+pub async fn update_bookkeeping<F>(
+    store: &dyn Store,
+    team_id: i64,
+    id: i64,
+    change: F,
+) -> Result<Cohort, StoreError>
+where
+    F: FnMut(Cohort) -> Result<Cohort, StoreError>,
+{
+    store::update(store, &team_pk(team_id), &cohort_sk(id), change).await
+}
+
+/// The cohorts `filters` names must be live cohorts of the project, and no chain of them may lead
+/// back to `own_id` (the cohort being written) or nest deeper than [`MAX_NESTING`].
+pub async fn check_references(
+    store: &dyn Store,
+    team_id: i64,
+    own_id: Option<i64>,
+    filters: &Filters,
+    attr: &str,
+) -> Result<(), ReferenceError> {
+    let mut frontier: Vec<i64> = filters.cohort_ids();
+    let mut seen = BTreeSet::new();
+    for _ in 0..=MAX_NESTING {
+        if frontier.is_empty() {
+            return Ok(());
+        }
+        let mut next = Vec::new();
+        for id in frontier {
+            if Some(id) == own_id {
+                return Err(ReferenceError::Invalid(DefinitionError::new(
+                    attr,
+                    "A cohort cannot contain itself, directly or through other cohorts.",
+                )));
+            }
+            if !seen.insert(id) {
+                continue;
+            }
+            let Some(cohort) = get_live(store, team_id, id).await? else {
+                return Err(ReferenceError::Invalid(DefinitionError::new(
+                    attr,
+                    format!("Cohort with id {id} does not exist"),
+                )));
+            };
+            next.extend(cohort.filters.iter().flat_map(Filters::cohort_ids));
+        }
+        frontier = next;
+    }
+    Err(ReferenceError::Invalid(DefinitionError::new(
+        attr,
+        format!("Cohorts may name other cohorts at most {MAX_NESTING} levels deep."),
+    )))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    #[error(transparent)]
+    Invalid(DefinitionError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn encode(pk: &str, cohort: &Cohort) -> Result<Value, StoreError> {
+    serde_json::to_value(cohort).map_err(|source| StoreError::Encode {
+        pk: pk.to_owned(),
+        sk: cohort_sk(cohort.id),
+        source,
+    })
+}
+
+fn record<'a>(
+    team_id: i64,
+    actor: &Actor,
+    activity: &'a str,
+    before: Option<&'a Value>,
+    after: &'a Value,
+    cohort: &Cohort,
+    at: DateTime<Utc>,
+) -> Record<'a> {
+    Record {
+        team_id,
+        actor: actor.clone(),
+        activity,
+        scope: SCOPE,
+        item_id: cohort.id.to_string(),
+        name: Some(cohort.name.clone()),
+        before,
+        after,
+        ignored_fields: IGNORED_IN_DIFFS,
+        at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn cohort(name: &str, filters: Option<Value>) -> Cohort {
+        serde_json::from_value(json!({
+            "id": 0, "team_id": 0, "name": name, "filters": filters,
+            "created_at": "2025-01-01T00:00:00Z"}))
+        .unwrap()
+    }
+
+    fn naming(ids: &[i64]) -> Filters {
+        let values: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"type": "cohort", "key": "id", "value": id}))
+            .collect();
+        Filters::parse(
+            &json!({"properties": {"type": "OR", "values": values}}),
+            "filters",
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn ids_count_up_saves_are_guarded_and_references_checked() {
+        let store = common::testing::memory_store();
+        let actor = Actor::system();
+        let at = Utc::now();
+        let (a, b) = tokio::join!(
+            create(&store, 1, cohort("a", None), &actor, at, |_| Ok(vec![])),
+            create(&store, 1, cohort("b", None), &actor, at, |_| Ok(vec![])),
+        );
+        let mut ids = [a.unwrap().id, b.unwrap().id];
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2]);
+
+        let stored = get(&store, 1, 1).await.unwrap().unwrap();
+        let mut renamed = stored.cohort.clone();
+        renamed.filters = Some(naming(&[2]));
+        save(&store, 1, &stored, renamed.clone(), &actor, at)
+            .await
+            .unwrap();
+        assert!(matches!(
+            save(&store, 1, &stored, renamed, &actor, at).await,
+            Err(WriteError::Raced)
+        ));
+
+        // 2 -> 1 -> 2 is a cycle; 3 does not exist; 2 -> 1 alone is fine for a new cohort.
+        let cycle = check_references(&store, 1, Some(2), &naming(&[1]), "filters").await;
+        assert!(matches!(cycle, Err(ReferenceError::Invalid(e)) if e.detail.contains("itself")));
+        let missing = check_references(&store, 1, None, &naming(&[3]), "filters").await;
+        assert!(
+            matches!(missing, Err(ReferenceError::Invalid(e)) if e.detail == "Cohort with id 3 does not exist")
+        );
+        check_references(&store, 1, None, &naming(&[1, 2]), "filters")
+            .await
+            .unwrap();
+        let history = activity::list(&store, 1, SCOPE, Some("1")).await.unwrap();
+        assert_eq!(history.len(), 2);
+    }
+}
