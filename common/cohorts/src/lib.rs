@@ -11,3 +11,4 @@ pub mod repository;
 
 pub use definition::{Filters, Node};
 pub use model::Cohort;
+pub mod calculation;
