@@ -8,7 +8,6 @@ use common::activity::{self, Actor, Record};
 use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use feature_flags::FeatureFlag;
 use feature_flags::repository::{self as flags, NewFlag};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Experiment;
@@ -17,7 +16,7 @@ use crate::Experiment;
 pub const SCOPE: &str = "Experiment";
 
 const EXPERIMENT_PREFIX: &str = "EXPERIMENT#";
-pub(crate) const COUNTER_SK: &str = "COUNTER#EXPERIMENT";
+const COUNTER_SK: &str = "COUNTER#EXPERIMENT";
 
 pub(crate) fn team_pk(team_id: i64) -> String {
     format!("TEAM#{team_id}")
@@ -119,11 +118,6 @@ pub struct Written {
     pub flag: Option<FeatureFlag>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Counter {
-    value: i64,
-}
-
 /// Stores `experiment` with the project's next id, its `created` entry and the flag write, in one
 /// transaction. A lost race on either counter is retried; a taken flag key is
 /// [`WriteError::FlagKeyTaken`].
@@ -145,33 +139,14 @@ pub async fn create(
         if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
             experiment.feature_flag_id = flag.id;
         }
-        let counter = store.get(&pk, COUNTER_SK).await?;
-        let (last, condition, version) = match &counter {
-            Some(item) => (
-                item.parse::<Counter>()?.value,
-                Condition::VersionEquals(item.version),
-                item.version + 1,
-            ),
-            None => (0, Condition::NotExists, 1),
-        };
-        experiment.id = last + 1;
+        let (id, counter) = store::claim_next_id(store, &pk, COUNTER_SK).await?;
+        experiment.id = id;
         experiment.team_id = team_id;
         experiment.version = 1;
         experiment.created_at = at;
         experiment.updated_at = Some(at);
-        let mut counter_item = Item::of(
-            pk.clone(),
-            COUNTER_SK,
-            &Counter {
-                value: experiment.id,
-            },
-        )?;
-        counter_item.version = version;
         let after = encode(&pk, &experiment)?;
-        ops.push(WriteOp::Put {
-            item: counter_item,
-            condition,
-        });
+        ops.push(counter);
         ops.push(WriteOp::Put {
             item: Item::of(pk.clone(), experiment_sk(experiment.id), &experiment)?,
             condition: Condition::NotExists,
