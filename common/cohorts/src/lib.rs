@@ -7,7 +7,9 @@
 pub mod definition;
 pub mod members;
 pub mod model;
+pub mod render;
 pub mod repository;
+pub mod service;
 
 pub use definition::{Filters, Node};
 pub use model::Cohort;
