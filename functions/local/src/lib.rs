@@ -17,6 +17,7 @@ pub fn routes() -> Router<AppState> {
         .merge(query::router())
         .merge(flags::router())
         .merge(experiments::router())
+        .merge(cohorts_fn::router())
 }
 
 /// The app `analytics serve` runs, with every job registered so runs queued by name (an
@@ -31,4 +32,5 @@ pub fn register_jobs(state: &AppState) {
     engine::jobs::register(state);
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
+    query_service::cohorts::calculation::register(state);
 }

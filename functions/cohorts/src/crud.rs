@@ -1,0 +1,132 @@
+//! `/api/projects/:project_id/cohorts/`: list, create, retrieve, update (with soft delete and
+//! restore) and the refused hard delete.
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use cohorts::repository::{self, WriteError};
+use cohorts::service::{self, CohortBody};
+use common::activity::Actor;
+use common::error::ApiResult;
+use common::http::Json;
+use common::pagination::Pagination;
+use common::store;
+use common::{AppState, Authenticated};
+
+use crate::shared::{READ, UPDATE_ATTEMPTS, WRITE, cohort_id, load, render, write_error};
+
+/// `GET /cohorts/`: live cohorts, newest first, paged with `limit`/`offset`.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    pagination: Pagination,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let mut cohorts = repository::list_live(store, project.id).await?;
+    cohorts.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+    let mut rendered = Vec::with_capacity(cohorts.len());
+    for (index, cohort) in cohorts.iter().enumerate() {
+        let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
+        if on_page {
+            rendered.push(render(store, cohort).await?);
+        } else {
+            rendered.push(serde_json::Value::Null); // outside the page: only counted
+        }
+    }
+    Ok(axum::Json(pagination.page(&rendered)).into_response())
+}
+
+/// `POST /cohorts/`: 201 with the cohort; a dynamic one's calculation is queued.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    Json(body): Json<CohortBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let at = state.clock.now();
+    let cohort = service::create(store, project.id, body, Some(auth.user.uuid), at).await?;
+    let created = repository::create(
+        store,
+        project.id,
+        cohort,
+        &Actor::user(&auth.user),
+        at,
+        |_| Ok(Vec::new()),
+    )
+    .await
+    .map_err(write_error)?;
+    let created = if created.is_static {
+        created
+    } else {
+        service::queue_calculation(&state, created).await
+    };
+    let answer = render(store, &created).await?;
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
+}
+
+/// `GET /cohorts/:id/`: 404 for a deleted or unknown cohort.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let stored = load(store, project.id, cohort_id(&id)?, false).await?;
+    Ok(axum::Json(render(store, &stored.cohort).await?).into_response())
+}
+
+/// `PATCH` (and `PUT`) `/cohorts/:id/`: a partial update; `deleted: true` soft-deletes and
+/// `deleted: false` restores. A changed definition queues a new calculation.
+pub async fn update(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    Json(body): Json<CohortBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let id = cohort_id(&id)?;
+    let restoring = body.deleted == Some(false);
+    let actor = Actor::user(&auth.user);
+    for attempt in 0..UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let before = load(store, project.id, id, restoring).await?;
+        let updated = service::update(store, project.id, &body, &before.cohort).await?;
+        let at = state.clock.now();
+        match repository::save(store, project.id, &before, updated.cohort, &actor, at).await {
+            Ok(saved) => {
+                let saved = if updated.recalculate && !saved.deleted {
+                    service::queue_calculation(&state, saved).await
+                } else {
+                    saved
+                };
+                return Ok(axum::Json(render(store, &saved).await?).into_response());
+            }
+            Err(WriteError::Raced) => continue,
+            Err(other) => return Err(write_error(other)),
+        }
+    }
+    Err(write_error(WriteError::Raced))
+}
+
+/// `DELETE /cohorts/:id/`: cohorts are soft-deleted with `PATCH {"deleted": true}`; like the
+/// other PostHog viewsets that forbid destroy, a 405 with an empty JSON body.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, _id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    auth.project(state.store.as_ref(), &project, WRITE).await?;
+    Ok((
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::CONTENT_TYPE, "application/json")],
+    )
+        .into_response())
+}
