@@ -32,5 +32,4 @@ pub fn register_jobs(state: &AppState) {
     engine::jobs::register(state);
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
-    query_service::cohorts::calculation::register(state);
 }
