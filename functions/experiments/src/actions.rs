@@ -1,5 +1,5 @@
-//! `POST /experiments/:id/<action>` (reference 2.5, 2.7): the lifecycle actions, `duplicate`,
-//! and `create_exposure_cohort_for_experiment` (refused: this product has no cohorts yet).
+//! `POST /experiments/:id/<action>` (reference 2.5, 2.7): the lifecycle actions, `duplicate` and
+//! `copy_to_project` (the exposure cohort is `exposure_cohort.rs`).
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -332,23 +332,4 @@ fn fresh_uuids(metrics: &[Value], ordering: &mut Option<Vec<String>>) -> Vec<Val
         copies.push(metric);
     }
     copies
-}
-
-/// `POST /:id/create_exposure_cohort_for_experiment`: this product has no cohorts, so there is
-/// nothing to create; a clear 400 rather than a pretend cohort.
-pub async fn create_exposure_cohort(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, id)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    let store = state.store.as_ref();
-    let project = auth.project(store, &project, WRITE).await?;
-    let loaded = load(store, project.id, experiment_id(&id)?, false).await?;
-    if loaded.stored.experiment.start_date.is_none() {
-        return Err(invalid("Experiment does not have a start date"));
-    }
-    Err(ApiError::bad_request(
-        "cohorts_unavailable",
-        "Cohorts are not available in this product yet, so an exposure cohort cannot be created for this experiment.",
-    ))
 }

@@ -4,6 +4,7 @@
 
 mod actions;
 mod crud;
+mod exposure_cohort;
 mod reads;
 mod shared;
 mod timeseries;
@@ -51,7 +52,7 @@ pub fn router() -> Router<AppState> {
         )
         .route(
             &path("/{id}/create_exposure_cohort_for_experiment"),
-            post(actions::create_exposure_cohort),
+            post(exposure_cohort::create),
         )
         .route(
             "/api/projects/{project_id}/experiments/{id}/timeseries_results",
