@@ -107,6 +107,7 @@ fn context(spec: ExperimentSpec) -> Context {
         week_start_day: 0,
         check_expression: engine::sql::check_expression,
         experiment: Some(Arc::new(spec)),
+        cohorts: Default::default(),
     }
 }
 

@@ -908,7 +908,7 @@ mod tests {
                 json!({"fixedProperties": [{"key": "a", "type": "cohort", "value": 1}]})
             ))
             .attr,
-            "fixedProperties[0].type"
+            "fixedProperties[0].value"
         );
     }
 

@@ -1,5 +1,5 @@
 //! Property filters (`properties`, `fixedProperties`: a list, or an AND/OR group) as a boolean
-//! expression of the dialect. OWNER: the EventsQuery helper.
+//! expression of the dialect. Cohort filters are compiled by [`crate::cohorts`].
 //!
 //! Semantics follow PostHog's `property_to_expr`: a list is an AND, a group `{type, values}` is an
 //! AND or an OR of filters and nested groups, an empty filter (`{}`) or an empty value list is a
@@ -23,13 +23,10 @@ const EVENT_COLUMNS: &[&str] = &[
     "elements_chain",
 ];
 
-/// Filter types PostHog has that need data this engine does not keep (cohorts, sessions, groups,
-/// the parsed element chain).
+/// Filter types PostHog has that need data this engine does not keep (sessions, groups, the
+/// parsed element chain).
 const UNSUPPORTED_TYPES: &[&str] = &[
     "element",
-    "cohort",
-    "static-cohort",
-    "precalculated-cohort",
     "session",
     "group",
     "behavioral",
@@ -162,6 +159,9 @@ fn filter(
             ));
         }
     };
+    if crate::cohorts::FILTER_TYPES.contains(&kind) {
+        return crate::cohorts::filter(object, ctx, attr);
+    }
     let key = match object.get("key") {
         Some(Value::String(key)) => key.as_str(),
         None | Some(Value::Null) => {
@@ -238,6 +238,31 @@ fn filter(
         }
     };
     let value = object.get("value").unwrap_or(&Value::Null);
+    compare(&target, operator, value, ctx, attr)
+}
+
+/// A person property compared as a `person` filter compares it, read from the `persons` table's
+/// own `properties` (a cohort's person filter: `id IN (SELECT id FROM persons WHERE ...)`).
+pub(crate) fn persons_table_condition(
+    key: &str,
+    operator: Option<&str>,
+    value: &Value,
+    ctx: &Context,
+    attr: &str,
+) -> Result<String, Invalid> {
+    let operator = match operator {
+        None => Operator::Exact,
+        Some(name) => Operator::parse(name).ok_or_else(|| {
+            Invalid::new(
+                format!("{attr}.operator"),
+                format!("Unknown property filter operator '{name}'."),
+            )
+        })?,
+    };
+    let target = Target {
+        expr: format!("properties[{}]", sql_text::string(key)),
+        datetime: false,
+    };
     compare(&target, operator, value, ctx, attr)
 }
 
@@ -963,7 +988,7 @@ mod tests {
 
     #[test]
     fn unsupported_types_are_a_clear_400() {
-        for kind in ["element", "cohort", "session", "group"] {
+        for kind in ["element", "session", "group"] {
             let e = err(json!([{"key": "k", "value": "v", "type": kind}]));
             assert_eq!(e.attr, "properties[0].type");
             assert!(

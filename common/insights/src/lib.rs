@@ -3,6 +3,7 @@
 //! cache and query log as any SQL query) and how to assemble their rows into PostHog's response.
 //! Nothing here touches storage or the engine, so this crate builds without DataFusion.
 
+pub mod cohorts;
 pub mod date_range;
 pub mod events_query;
 pub mod experiments;
@@ -42,6 +43,9 @@ pub struct Context {
     pub check_expression: fn(&str) -> Result<(), String>,
     /// The experiment an `ExperimentQuery` is about (loaded by the caller from the Store).
     pub experiment: Option<std::sync::Arc<experiments::ExperimentSpec>>,
+    /// The project's cohorts a node's `cohort` filters name, nested ones included (loaded by
+    /// the caller only when the node names one; see [`cohorts::referenced`]).
+    pub cohorts: std::sync::Arc<crate::cohorts::Cohorts>,
 }
 
 /// A node that cannot be compiled: a 400 naming the field (`attr`, e.g. `series[0].math`).
@@ -139,6 +143,7 @@ pub(crate) mod testing {
                 }
             },
             experiment: None,
+            cohorts: Default::default(),
         }
     }
 

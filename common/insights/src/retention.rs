@@ -780,6 +780,7 @@ mod tests {
             week_start_day: 0,
             check_expression: |_| Ok(()),
             experiment: None,
+            cohorts: Default::default(),
         };
         let node = json!({"kind": "RetentionQuery",
             "dateRange": {"date_from": "2026-10-01", "date_to": "2026-10-10"},

@@ -10,10 +10,13 @@
 //! - [`jobs::enqueue`] / [`jobs::run_job`]: an async run, queued and picked up;
 //! - [`api_error`]: an engine error as PostHog answers it;
 //! - [`experiments`]: `ExperimentQuery`'s experiment from the Store, one day's run, and the
-//!   `experiment_timeseries` job.
+//!   `experiment_timeseries` job;
+//! - [`cohorts`]: the cohorts a node's filters name, from the Store, and the
+//!   `cohort_calculation` job.
 
 mod cache;
 mod caller;
+pub mod cohorts;
 pub mod errors;
 mod execute;
 pub mod experiments;

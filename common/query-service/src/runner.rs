@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::errors::log_exception;
 use crate::{Caller, SqlNode};
-use crate::{cache, experiments};
+use crate::{cache, cohorts, experiments};
 
 pub struct Run<'a> {
     pub state: &'a AppState,
@@ -100,15 +100,19 @@ struct Planned {
 
 async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Planned, QueryError> {
     let experiment = experiments::spec_for(state, project, node).await?;
+    let cohorts = cohorts::for_node(state, project.id, node).await?;
     let (compiled, queries) = match &node.structured {
         Some(structured) => {
-            let ctx = context(state, project, experiment.clone());
+            let ctx = context(state, project, experiment.clone(), cohorts.clone());
             let (compiled, queries) = compile_with(&ctx, structured)?;
             (Some(compiled), queries)
         }
         None => (
             None,
-            vec![sql::prepare(&node.text, &bindings(project, node)?)?],
+            vec![sql::prepare(
+                &node.text,
+                &bindings(project, node, cohorts.clone())?,
+            )?],
         ),
     };
     let limits = limits(state);
@@ -119,20 +123,26 @@ async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Pla
     }
     // The events table's version is in the key, so a cached result is never stale; queries over
     // persons or the log (which change without a version) are not cached. An experiment's
-    // settings that shape the answer but not the SQL (stats_config, ...) are in it too.
+    // settings that shape the answer but not the SQL (stats_config, ...) are in it too, and
+    // the versions of the cohorts its filters name.
     let cacheable = queries
         .iter()
         .all(|query| query.tables.iter().all(|t| t == "events"));
     let cache_key = cacheable.then(|| {
+        let mut extra = experiment
+            .as_deref()
+            .map(experiments::digest)
+            .unwrap_or_default();
+        if !cohorts.is_empty() {
+            extra.push_str(";cohorts=");
+            extra.push_str(&cohorts::digest(&cohorts));
+        }
         cache::key(
             project.id,
             &project.timezone,
             &joined(&queries, |query| &query.sql),
             sessions.first().and_then(|s| s.events_version),
-            &experiment
-                .as_deref()
-                .map(experiments::digest)
-                .unwrap_or_default(),
+            &extra,
         )
     });
     Ok(Planned {
@@ -224,17 +234,18 @@ async fn execute(
 /// Checks a node before it is queued, so a bad one is a 400 now rather than a failed job later
 /// (an `ExperimentQuery`'s experiment is read for it).
 pub async fn check(state: &AppState, project: &Project, node: &SqlNode) -> Result<(), QueryError> {
+    let cohorts = cohorts::for_node(state, project.id, node).await?;
     match &node.structured {
         Some(structured) => {
             let experiment = experiments::spec_for(state, project, node).await?;
-            compile_with(&context(state, project, experiment), structured).map(|_| ())
+            compile_with(&context(state, project, experiment, cohorts), structured).map(|_| ())
         }
-        None => sql::prepare(&node.text, &bindings(project, node)?).map(|_| ()),
+        None => sql::prepare(&node.text, &bindings(project, node, cohorts)?).map(|_| ()),
     }
 }
 
-/// What compiling in this project's terms needs: its time zone, "now" for this request, and
-/// the experiment of an `ExperimentQuery`.
+/// What compiling in this project's terms needs: its time zone, "now" for this request, the
+/// experiment of an `ExperimentQuery` and the cohorts its filters name.
 ///
 /// An experiment's open end is "now" rounded up to the next minute (from the state's clock):
 /// results still include every event so far, yet requests within a minute make the same SQL
@@ -243,22 +254,25 @@ fn context(
     state: &AppState,
     project: &Project,
     experiment: Option<Arc<ExperimentSpec>>,
+    cohorts: Arc<insights::cohorts::Cohorts>,
 ) -> insights::Context {
     let mut ctx = plain_context(project);
     if experiment.is_some() {
         ctx.now = experiments::minute_ceiling(state.clock.now());
     }
     ctx.experiment = experiment;
+    ctx.cohorts = cohorts;
     ctx
 }
 
-fn plain_context(project: &Project) -> insights::Context {
+pub(crate) fn plain_context(project: &Project) -> insights::Context {
     insights::Context {
         timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
         now: Utc::now(),
         week_start_day: project.week_start_day.unwrap_or(0),
         check_expression: sql::check_expression,
         experiment: None,
+        cohorts: Default::default(),
     }
 }
 
@@ -270,13 +284,17 @@ fn invalid(invalid: insights::Invalid) -> QueryError {
 }
 
 /// The SQL node's bindings, with `{filters}` compiled for this project.
-fn bindings(project: &Project, node: &SqlNode) -> Result<sql::Bindings, QueryError> {
+fn bindings(
+    project: &Project,
+    node: &SqlNode,
+    cohorts: Arc<insights::cohorts::Cohorts>,
+) -> Result<sql::Bindings, QueryError> {
     let mut bindings = node.bindings.clone();
     if let Some(filters) = &node.filters {
-        bindings.filters = Some(
-            insights::hogql_filters::expression(filters, &plain_context(project))
-                .map_err(invalid)?,
-        );
+        let mut ctx = plain_context(project);
+        ctx.cohorts = cohorts;
+        bindings.filters =
+            Some(insights::hogql_filters::expression(filters, &ctx).map_err(invalid)?);
     }
     Ok(bindings)
 }

@@ -32,4 +32,5 @@ pub fn register_jobs(state: &AppState) {
     engine::jobs::register(state);
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
+    query_service::cohorts::calculation::register(state);
 }

@@ -26,6 +26,7 @@ pub fn register_jobs(state: &AppState) {
     engine::jobs::register(state);
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
+    query_service::cohorts::calculation::register(state);
 }
 
 #[derive(Debug, Serialize)]
