@@ -1,5 +1,5 @@
-//! A project's prepared flags and group types, cached per process for the SDK path: a warm
-//! `/flags` request makes no Store call for them.
+//! A project's prepared flags (with the cohorts their conditions name) and group types, cached
+//! per process for the SDK path: a warm `/flags` request makes no Store call for them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use common::AppState;
 use common::models::GroupTypes;
 use common::store::StoreError;
 
-use crate::{FeatureFlag, PreparedFlags, repository};
+use crate::{FeatureFlag, PreparedFlags, cohort_conditions, repository};
 
 /// How long another process's change may go unseen here.
 pub const CACHE_FOR: Duration = Duration::seconds(5);
@@ -68,8 +68,17 @@ pub async fn project_flags(
     let mark = state.cache.mark();
     let store = state.store.as_ref();
     let flags = repository::list_live(store, team_id).await?;
+    // Cohorts are read only for a project whose flags name one.
+    let names_cohorts = flags
+        .iter()
+        .any(|flag| !cohort_conditions::named_by(&flag.filters).is_empty());
+    let cohorts = if names_cohorts {
+        cohorts::repository::list_live(store, team_id).await?
+    } else {
+        Vec::new()
+    };
     let loaded = Arc::new(ProjectFlags::new(
-        PreparedFlags::new(flags),
+        PreparedFlags::with_cohorts(flags, &cohorts),
         GroupTypes::load(store, team_id).await?.into_map(),
     ));
     state
@@ -82,4 +91,11 @@ pub async fn project_flags(
 /// the change at once; other processes see it when their cached copy expires.
 pub fn definitions_changed(state: &AppState, team_id: i64) {
     state.cache.remove(KIND, &team_id.to_string());
+}
+
+/// Every write to a project's cohort definitions (create, edit, delete) calls this after the
+/// Store write: the prepared flags hold the definitions their conditions name. Membership
+/// changes (static members, calculations) need no call: membership is read per request.
+pub fn cohorts_changed(state: &AppState, team_id: i64) {
+    definitions_changed(state, team_id);
 }

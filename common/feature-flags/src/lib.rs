@@ -3,6 +3,7 @@
 //! in the Store with write validation, and evaluation with PostHog's hashing.
 
 pub mod cache;
+pub mod cohort_conditions;
 pub mod evaluate;
 pub mod hash;
 pub mod matching;

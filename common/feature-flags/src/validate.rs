@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use cohorts::Cohort;
 use common::error::ApiError;
 use serde_json::Value;
 
@@ -49,6 +50,14 @@ pub struct Context<'a> {
     pub key: &'a str,
     /// A new flag must have at least one condition set.
     pub creating: bool,
+    /// The project's live cohorts (cohort conditions must name one that flags can evaluate);
+    /// only read when `filters` have a cohort condition (see [`names_cohorts`]).
+    pub cohorts: &'a [Cohort],
+}
+
+/// Whether `filters` have a cohort condition (the caller then loads the project's cohorts).
+pub fn names_cohorts(filters: &FlagFilters) -> bool {
+    !crate::cohort_conditions::named_by(filters).is_empty()
 }
 
 fn invalid(detail: impl Into<String>) -> ApiError {
@@ -119,6 +128,7 @@ pub fn filters(filters: &mut FlagFilters, context: &Context<'_>) -> Result<(), A
             }
         }
     }
+    crate::cohort_conditions::validate::check(filters, context.cohorts)?;
     dependencies(filters, context)?;
     payloads(filters, &variant_keys)?;
     Ok(())
@@ -189,14 +199,8 @@ fn property_shape(
         ));
     }
     if property.kind == PropertyKind::Cohort {
-        // This service keeps no cohorts yet, so every cohort id names one that does not exist.
-        return Err(invalid_code(
-            "cohort_does_not_exist",
-            format!(
-                "Cohort with id {} does not exist",
-                value_text(&property.value)
-            ),
-        ));
+        // What it names is checked against the project's cohorts (`cohort_conditions::validate`).
+        return Ok(());
     }
     if matches!(operator, Operator::In | Operator::NotIn) {
         return Err(invalid_code(
@@ -282,7 +286,7 @@ fn property_shape(
 }
 
 /// A value as Python's `str()` would print it in PostHog's messages.
-fn value_text(value: &Value) -> String {
+pub(crate) fn value_text(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         Value::Null => "None".into(),
@@ -475,6 +479,7 @@ mod tests {
             id,
             key: "this",
             creating: id.is_none(),
+            cohorts: &[],
         };
         super::filters(&mut parsed, &context)
             .map(|()| parsed)

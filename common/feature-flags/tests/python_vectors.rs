@@ -703,6 +703,7 @@ fn flag_values_equal_the_sdk() {
             group_properties: &group_properties,
             group_types: &group_types,
             hash_key_overrides: None,
+            cohort_memberships: None,
         };
         let key = keys[*index];
         let only = [key.to_owned()];

@@ -4,12 +4,15 @@
 //! `feature_flag:read` whose user belongs to the project's organization.
 //!
 //! The answer holds every non-deleted flag, active or not, as PostHog's `local_evaluation` does (an
-//! inactive flag evaluates to false locally, and flag dependencies can name it); cohorts are not
-//! kept by this service, so `cohorts` is empty.
+//! inactive flag evaluates to false locally, and flag dependencies can name it). `cohorts` holds
+//! the definitions of the person-property cohorts the flags name (nested ones included), keyed
+//! by id, as posthog-python's `match_cohort` reads them; static and behavioural cohorts are left
+//! out, so an SDK meeting one asks `/flags` (`RequiresServerEvaluation`) instead of guessing.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use cohorts::definition::Node;
 use common::error::{ApiError, ApiResult};
 use common::models::{Project, Scope};
 use common::project_tokens::{self, TokenError};
@@ -83,7 +86,7 @@ struct LocalFlag<'a> {
 struct Definitions<'a> {
     flags: Vec<LocalFlag<'a>>,
     group_type_mapping: &'a BTreeMap<i64, String>,
-    cohorts: BTreeMap<String, ()>,
+    cohorts: BTreeMap<String, &'a Node>,
     property_matching_version: u8,
 }
 
@@ -109,7 +112,7 @@ fn render(project: &ProjectFlags) -> Result<Vec<u8>, serde_json::Error> {
             })
             .collect(),
         group_type_mapping: &project.group_types,
-        cohorts: BTreeMap::new(),
+        cohorts: project.flags.local_cohorts(),
         property_matching_version: PROPERTY_MATCHING_VERSION,
     })
 }

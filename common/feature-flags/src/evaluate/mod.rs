@@ -17,7 +17,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use cohorts::Cohort;
+use cohorts::definition::Node;
+
 use crate::FeatureFlag;
+use crate::cohort_conditions::PreparedCohorts;
 use prepare::PreparedFlag;
 
 /// Who the flags are evaluated for, as an SDK's request describes them.
@@ -35,6 +39,9 @@ pub struct Subject<'a> {
     pub group_types: &'a BTreeMap<i64, String>,
     /// Experience continuity: flag key -> the identifier to hash instead of `distinct_id`.
     pub hash_key_overrides: Option<&'a HashMap<String, String>>,
+    /// Of [`PreparedFlags::stored_cohorts`], those the person is a stored member of; `None`
+    /// when not read (a condition that needs one is then inconclusive).
+    pub cohort_memberships: Option<&'a BTreeSet<i64>>,
 }
 
 /// One flag's answer.
@@ -139,12 +146,22 @@ pub struct PreparedFlags {
     needs_person_properties: bool,
     /// The person-property keys active flags read; `None` when a cohort needs the whole person.
     person_keys: Option<BTreeSet<String>>,
+    cohorts: PreparedCohorts,
+    /// The static and behavioural cohorts active flags reach (their membership is read per
+    /// request).
+    stored_cohorts: BTreeSet<i64>,
 }
 
 impl PreparedFlags {
     /// From a project's flags; deleted ones are dropped, inactive ones kept (dependencies may
-    /// name them) but never answered.
+    /// name them) but never answered. Cohort conditions are inconclusive (see
+    /// [`Self::with_cohorts`]).
     pub fn new(flags: Vec<FeatureFlag>) -> Self {
+        Self::with_cohorts(flags, &[])
+    }
+
+    /// [`Self::new`] with the project's cohorts, which cohort conditions name.
+    pub fn with_cohorts(flags: Vec<FeatureFlag>, cohorts: &[Cohort]) -> Self {
         let flags: Vec<FeatureFlag> = flags.into_iter().filter(|flag| !flag.deleted).collect();
         let by_key: HashMap<String, usize> = flags
             .iter()
@@ -171,13 +188,35 @@ impl PreparedFlags {
                 all.extend(keys?);
                 Some(all)
             });
+        let cohorts = PreparedCohorts::new(cohorts);
+        let stored_cohorts = cohorts.stored_reached_from(
+            prepared
+                .iter()
+                .filter(|flag| flag.active)
+                .flat_map(PreparedFlag::cohort_ids),
+        );
         Self {
             flags,
             prepared,
             by_key,
             needs_person_properties,
             person_keys,
+            cohorts,
+            stored_cohorts,
         }
+    }
+
+    /// The static and behavioural cohorts whose stored membership active flags read: the SDK
+    /// path reads the person's membership of these before evaluating.
+    pub fn stored_cohorts(&self) -> &BTreeSet<i64> {
+        &self.stored_cohorts
+    }
+
+    /// Local evaluation's `cohorts`: the person-property cohorts the flags reach, by id
+    /// (see [`PreparedCohorts::local_definitions`]).
+    pub fn local_cohorts(&self) -> BTreeMap<String, &Node> {
+        self.cohorts
+            .local_definitions(self.prepared.iter().flat_map(PreparedFlag::cohort_ids))
     }
 
     pub fn flags(&self) -> &[FeatureFlag] {

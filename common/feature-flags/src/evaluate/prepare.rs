@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::cohort_conditions::cohort_id;
 use crate::hash::flag_prefix;
 use crate::matching::PropertyMatcher;
 use crate::model::{FeatureFlag, FlagGroup, Operator, PropertyFilter, PropertyKind};
@@ -49,7 +50,6 @@ pub(super) struct PreparedCondition {
     /// The condition's own aggregation, else the flag's.
     pub aggregation: Option<i64>,
     pub filters: Vec<PreparedFilter>,
-    pub has_cohort: bool,
     /// `rollout_percentage / 100` when it can exclude anyone; None for none given or >= 100.
     pub rollout: Option<f64>,
     /// Index into `variants` of the condition's override, when it names a variant.
@@ -65,6 +65,11 @@ pub(super) enum PreparedFilter {
         matcher: PropertyMatcher,
     },
     Flag(FlagCondition),
+    /// Membership of a cohort (None: the value names no cohort id); `not_in` negates.
+    Cohort {
+        id: Option<i64>,
+        not_in: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -159,11 +164,24 @@ impl PreparedFlag {
             .iter()
             .chain(self.super_condition.iter())
             .any(|condition| {
-                condition.has_cohort
-                    || condition
-                        .filters
-                        .iter()
-                        .any(|filter| matches!(filter, PreparedFilter::Person(_)))
+                condition.filters.iter().any(|filter| {
+                    matches!(
+                        filter,
+                        PreparedFilter::Person(_) | PreparedFilter::Cohort { .. }
+                    )
+                })
+            })
+    }
+
+    /// The cohorts this flag's conditions name directly.
+    pub fn cohort_ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.conditions
+            .iter()
+            .chain(self.super_condition.iter())
+            .flat_map(|condition| condition.filters.iter())
+            .filter_map(|filter| match filter {
+                PreparedFilter::Cohort { id, .. } => *id,
+                _ => None,
             })
     }
 }
@@ -174,13 +192,13 @@ impl PreparedFlag {
     pub fn person_property_keys(&self) -> Option<Vec<String>> {
         let mut keys = Vec::new();
         for condition in self.conditions.iter().chain(self.super_condition.iter()) {
-            if condition.has_cohort {
-                return None;
+            for filter in &condition.filters {
+                match filter {
+                    PreparedFilter::Person(matcher) => keys.push(matcher.key().to_owned()),
+                    PreparedFilter::Cohort { .. } => return None,
+                    _ => {}
+                }
             }
-            keys.extend(condition.filters.iter().filter_map(|filter| match filter {
-                PreparedFilter::Person(matcher) => Some(matcher.key().to_owned()),
-                _ => None,
-            }));
         }
         Some(keys)
     }
@@ -196,7 +214,6 @@ impl PreparedCondition {
         by_id: &HashMap<i64, usize>,
     ) -> Self {
         let aggregation = group.aggregation_group_type_index.or(flag_aggregation);
-        let mut has_cohort = false;
         let mut filters = Vec::with_capacity(group.properties.len());
         for filter in &group.properties {
             match filter.kind {
@@ -210,7 +227,10 @@ impl PreparedCondition {
                 PropertyKind::Flag => filters.push(PreparedFilter::Flag(FlagCondition::new(
                     filter, by_key, by_id,
                 ))),
-                PropertyKind::Cohort => has_cohort = true,
+                PropertyKind::Cohort => filters.push(PreparedFilter::Cohort {
+                    id: cohort_id(&filter.value),
+                    not_in: filter.operator == Operator::NotIn,
+                }),
             }
         }
         let rollout = group
@@ -225,7 +245,6 @@ impl PreparedCondition {
             index,
             aggregation,
             filters,
-            has_cohort,
             rollout,
             variant_override,
         }

@@ -89,7 +89,7 @@ impl<'a> Run<'a> {
                 _ => false,
             });
             if relevant {
-                let result = self.condition(flag, key, condition, person_identifier)?;
+                let result = self.condition(flag, condition, person_identifier)?;
                 let enabled = matches!(result, ConditionResult::Match);
                 return Ok(Evaluation {
                     enabled,
@@ -135,7 +135,7 @@ impl<'a> Run<'a> {
                 },
                 None => Cow::Borrowed(person_identifier),
             };
-            match self.condition(flag, key, condition, &identifier) {
+            match self.condition(flag, condition, &identifier) {
                 // The SDK tries the later conditions; any of them matching settles the flag.
                 Err(error) => {
                     inconclusive.get_or_insert(error);
@@ -200,7 +200,6 @@ impl<'a> Run<'a> {
     fn condition(
         &mut self,
         flag: &PreparedFlag,
-        key: &str,
         condition: &PreparedCondition,
         identifier: &str,
     ) -> Result<ConditionResult, EvaluationError> {
@@ -220,6 +219,13 @@ impl<'a> Run<'a> {
                         continue;
                     }
                 },
+                PreparedFilter::Cohort { id, not_in } => match self.cohort(*id) {
+                    Ok(member) => member != *not_in,
+                    Err(error) => {
+                        inconclusive.get_or_insert(error);
+                        continue;
+                    }
+                },
             };
             if !matched {
                 return Ok(ConditionResult::NoMatch);
@@ -228,17 +234,27 @@ impl<'a> Run<'a> {
         if let Some(error) = inconclusive {
             return Err(error);
         }
-        if condition.has_cohort {
-            return Err(EvaluationError::Inconclusive(format!(
-                "flag {key} has a cohort condition, and cohorts are not evaluated here"
-            )));
-        }
         if let Some(threshold) = condition.rollout
             && rollout_hash(&flag.hash_prefix, identifier) > threshold
         {
             return Ok(ConditionResult::OutOfRollout);
         }
         Ok(ConditionResult::Match)
+    }
+
+    /// Whether the person is in cohort `id` (a person-property cohort from the properties, a
+    /// static or behavioural one from the memberships read before).
+    fn cohort(&self, id: Option<i64>) -> Result<bool, EvaluationError> {
+        let Some(id) = id else {
+            return Err(EvaluationError::Inconclusive(
+                "a cohort condition names no cohort id".to_owned(),
+            ));
+        };
+        self.flags.cohorts.contains(
+            id,
+            self.subject.person_properties,
+            self.subject.cohort_memberships,
+        )
     }
 
     fn group_properties(&self, index: Option<i64>) -> &'a Map<String, Value> {

@@ -67,6 +67,7 @@ impl Who {
             group_properties: &self.group_properties,
             group_types: &self.group_types,
             hash_key_overrides: self.overrides.as_ref(),
+            cohort_memberships: None,
         }
     }
 }

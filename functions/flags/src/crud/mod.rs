@@ -8,6 +8,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use cohorts::Cohort;
 use common::activity::{self, ActivityPage, Actor};
 use common::error::{ApiError, ApiResult, ErrorType};
 use common::http::Json;
@@ -15,7 +16,7 @@ use common::models::{Project, Scope};
 use common::pagination::Pagination;
 use common::store::{self, Store};
 use common::{AppState, Authenticated};
-use feature_flags::model::FlagKind;
+use feature_flags::model::{FlagFilters, FlagKind};
 use feature_flags::repository::{self, NewFlag, WriteError};
 use feature_flags::{FeatureFlag, validate};
 use serde::Deserialize;
@@ -47,6 +48,19 @@ fn write_error(error: WriteError) -> ApiError {
         }
         WriteError::Store(error) => error.into(),
     }
+}
+
+/// The project's live cohorts when `filters` have a cohort condition (validation checks what
+/// it names), else none.
+async fn cohorts_for(
+    store: &dyn Store,
+    team_id: i64,
+    filters: &FlagFilters,
+) -> ApiResult<Vec<Cohort>> {
+    if !validate::names_cohorts(filters) {
+        return Ok(Vec::new());
+    }
+    Ok(cohorts::repository::list_live(store, team_id).await?)
 }
 
 /// `:id` of a flag; anything but an integer names no flag.
@@ -157,11 +171,13 @@ pub async fn create(
     let mut filters = body.filters.clone().unwrap_or_default();
     if body.filters.is_some() {
         let flags = repository::list_live(store, project.id).await?;
+        let cohorts = cohorts_for(store, project.id, &filters).await?;
         let context = validate::Context {
             flags: &flags,
             id: None,
             key: &key,
             creating: true,
+            cohorts: &cohorts,
         };
         validate::filters(&mut filters, &context)?;
     }
@@ -238,11 +254,13 @@ pub async fn update(
         }
         if body.filters.is_some() {
             let flags = repository::list_live(store, project.id).await?;
+            let cohorts = cohorts_for(store, project.id, &next.filters).await?;
             let context = validate::Context {
                 flags: &flags,
                 id: Some(id),
                 key: &next.key,
                 creating: false,
+                cohorts: &cohorts,
             };
             validate::filters(&mut next.filters, &context)?;
         }

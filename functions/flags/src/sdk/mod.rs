@@ -5,10 +5,12 @@
 //! shapes per route and `v` follow PostHog's flags service ([`response::Shape`]).
 //!
 //! On a warm cache a request makes no Store call, unless a flag has a person-property condition
-//! (the stored person is read once; request properties win over it) or asks for experience
-//! continuity (its hash-key overrides are read, see [`continuity`]).
+//! (the stored person is read once; request properties win over it), names a static or
+//! behavioural cohort (the person's membership of each is read, see [`memberships`]) or asks for
+//! experience continuity (its hash-key overrides are read, see [`continuity`]).
 
 mod continuity;
+mod memberships;
 mod request;
 mod response;
 
@@ -141,24 +143,45 @@ async fn evaluate(
 ) -> ApiResult<BTreeMap<String, Result<Evaluation, EvaluationError>>> {
     let empty = Map::new();
     let request_properties = body.person_properties.as_ref().unwrap_or(&empty);
-    // The stored person only when a condition may read it; request values win.
-    let merged;
-    let person_properties = if project.flags.needs_stored_person(request_properties) {
-        match person::person_of(state.store.as_ref(), team_id, distinct_id).await? {
-            Some(stored) => {
-                let mut properties = stored.properties;
-                properties.extend(
-                    request_properties
-                        .iter()
-                        .map(|(key, value)| (key.clone(), value.clone())),
-                );
-                merged = properties;
-                &merged
-            }
-            None => request_properties,
-        }
+    // The stored person only when a condition may read it, its cohort memberships only when a
+    // flag names a static or behavioural cohort; request values win over stored ones.
+    let store = state.store.as_ref();
+    let needs_person = project.flags.needs_stored_person(request_properties);
+    let stored_cohorts = project.flags.stored_cohorts();
+    let person_id = if needs_person || !stored_cohorts.is_empty() {
+        person::person_id_of(store, team_id, distinct_id).await?
     } else {
-        request_properties
+        None
+    };
+    let (stored, memberships) = tokio::try_join!(
+        async {
+            match person_id {
+                Some(uuid) if needs_person => person::load(store, team_id, uuid).await,
+                _ => Ok(None),
+            }
+        },
+        async {
+            if stored_cohorts.is_empty() {
+                return Ok(None);
+            }
+            memberships::read(store, team_id, stored_cohorts, person_id)
+                .await
+                .map(Some)
+        },
+    )?;
+    let merged;
+    let person_properties = match stored {
+        Some(stored) => {
+            let mut properties = stored.properties;
+            properties.extend(
+                request_properties
+                    .iter()
+                    .map(|(key, value)| (key.clone(), value.clone())),
+            );
+            merged = properties;
+            &merged
+        }
+        None => request_properties,
     };
     let overrides = continuity::overrides(
         state,
@@ -176,6 +199,7 @@ async fn evaluate(
         group_properties: body.group_properties.as_ref().unwrap_or(&empty),
         group_types: &project.group_types,
         hash_key_overrides: overrides.as_ref(),
+        cohort_memberships: memberships.as_ref(),
     };
     Ok(project.flags.evaluate(&subject, body.flag_keys.as_deref()))
 }
