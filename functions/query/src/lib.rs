@@ -1,8 +1,10 @@
 //! Route family `query` (`/api/projects/:project_id/query/...`): run SQL-dialect nodes sync or
-//! async, poll and cancel async runs, read the query log, upgrade nodes, draft SQL. The HTTP side
+//! async, poll and cancel async runs, read the query log, upgrade nodes, draft SQL; and the one
+//! experiments route that reads the event lake (`requires_flag_implementation`). The HTTP side
 //! only: running, caching, slots and async jobs are the `query-service` crate's.
 
 mod draft;
+mod flag_implementation;
 mod request;
 mod routes;
 
@@ -34,5 +36,11 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/projects/{project_id}/query/{id}/log",
             get(routes::log),
+        )
+        // A static segment beside the experiments family's `/experiments/{id}`: both routers
+        // merge in `functions/local`, and the static route wins for this name.
+        .route(
+            "/api/projects/{project_id}/experiments/requires_flag_implementation",
+            get(flag_implementation::requires_flag_implementation),
         )
 }
