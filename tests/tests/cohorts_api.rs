@@ -275,7 +275,17 @@ async fn list_retrieve_update_soft_delete_and_restore() {
         let one = format!("{uri}{}/", first["id"]);
         let (status, read) = world.get(&one, Some(world.admin_key())).await;
         assert_eq!(status, StatusCode::OK, "{name}");
-        assert_eq!(read, first, "{name}");
+        // The calculation (run by the job queue) may already have set count and its times.
+        for field in [
+            "id",
+            "name",
+            "filters",
+            "created_at",
+            "created_by",
+            "is_static",
+        ] {
+            assert_eq!(read[field], first[field], "{name} {field}");
+        }
         for missing in [format!("{uri}999/"), format!("{uri}abc/")] {
             let (status, _) = world.get(&missing, Some(world.admin_key())).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{name} {missing}");

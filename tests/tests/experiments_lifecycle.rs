@@ -247,7 +247,7 @@ async fn ship_variant_rewrites_the_flag_that_flags_then_serves() {
 }
 
 #[tokio::test]
-async fn duplicate_eligible_flags_stats_and_no_cohorts() {
+async fn duplicate_eligible_flags_stats_and_exposure_cohort() {
     for world in World::all().await {
         let name = world.name();
         let uri = world.experiments_uri();
