@@ -269,13 +269,21 @@ async fn experiment_metrics_over_known_events() {
             [[3.0, 15.0, 125.0], [1.0, 10.0, 100.0]],
             "{name} {response}"
         );
-        // Zeros left out of the bounds, the both-variants person pooled in. NOTE: these sums are
-        // the engine's answer after pooling changed, not yet re-derived by hand (see the issue note).
+        // `ignore_zeros`, by hand. PostHog (`experiment_mean_query_builder.py`) leaves zeros out
+        // of the upper quantile only: `lower = min(value)` (no lower level set) over every value,
+        // `upper = quantile(0.5)(if(value != 0, value, NULL))`. Per-person values, the
+        // both-variants t2 pooled in: c1 30, c2 0, c3 5, t1 10, t2 50.
+        // - lo = min{0, 5, 10, 30, 50} = 0 (zeros stay in the lower bound);
+        // - hi = median of {5, 10, 30, 50}, interpolated (percentile_cont, as ClickHouse's
+        //   `quantile`): position 0.5 * 3 = 1.5, halfway from 10 to 30 = 20. (PostHog's newer
+        //   `quantileExact` would take the upper middle, 30.)
+        // Clamped to [0, 20]: control c1 20, c2 0, c3 5 → n 3, sum 25, squares 400 + 0 + 25 = 425;
+        // test t1 10 → n 1, sum 10, squares 100 (t2 is `$multiple`, left out after pooling).
         clamped["ignore_zeros"] = json!(true);
         let response = run(&world, spec(), clamped).await;
         assert_eq!(
             sums(&response),
-            [[3.0, 30.0, 450.0], [1.0, 10.0, 100.0]],
+            [[3.0, 25.0, 425.0], [1.0, 10.0, 100.0]],
             "{name} {response}"
         );
 

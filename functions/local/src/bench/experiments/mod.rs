@@ -53,6 +53,10 @@ pub struct Args {
     /// Time our side only.
     #[arg(long)]
     skip_duckdb: bool,
+    /// When `--data-dir` already holds this bench's events and experiment, time them again
+    /// instead of generating (a 10M-event load takes minutes).
+    #[arg(long)]
+    reuse: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -70,22 +74,31 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let state = embedded_state(data_dir.clone()).await?;
     let (project, key) = project_and_key(&state).await?;
     println!("data dir {} (project {project})", data_dir.display());
-    if !table_files(&state, project).await?.is_empty() {
+    let loaded = !table_files(&state, project).await?.is_empty();
+    if loaded && !args.reuse {
         bail!(
-            "project {project}'s table in {} already has data: pass a new --data-dir",
+            "project {project}'s table in {} already has data: pass a new --data-dir, or --reuse",
             data_dir.display()
         );
     }
-
     // The experiment starts a day into the data: exposures of the first day do not count.
     let end = Utc::now().duration_trunc(TimeDelta::hours(1))?;
-    let start = end - TimeDelta::days(29);
-    load(&state, project, &args, end).await?;
+    if !loaded {
+        load(&state, project, &args, end).await?;
+    }
     let files = table_files(&state, project).await?;
 
     let address = serve(state.clone()).await?;
     let mut client = Client::new(address, &key).await?;
-    let experiment = setup::create(&mut client, project, FLAG_KEY, start).await?;
+    let (experiment, start) = if loaded {
+        setup::find(&mut client, project, FLAG_KEY).await?
+    } else {
+        let start = end - TimeDelta::days(29);
+        (
+            setup::create(&mut client, project, FLAG_KEY, start).await?,
+            start,
+        )
+    };
 
     let metrics = metrics::metrics(FLAG_KEY, start);
     let mut ours = Vec::new();

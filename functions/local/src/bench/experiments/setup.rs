@@ -129,3 +129,39 @@ pub(super) async fn create(
     );
     Ok(created.id)
 }
+
+#[derive(Debug, Deserialize)]
+struct Listed {
+    id: i64,
+    feature_flag_key: Option<String>,
+    start_date: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Page {
+    results: Vec<Listed>,
+}
+
+/// The experiment an earlier run created on `flag_key` (for `--reuse`): its id and start.
+pub(super) async fn find(
+    client: &mut Client,
+    project: i64,
+    flag_key: &str,
+) -> anyhow::Result<(i64, DateTime<Utc>)> {
+    let path = format!("/api/projects/{project}/experiments/?limit=1000");
+    let answer = client.send(hyper::Method::GET, &path, &Value::Null).await?;
+    if !answer.status.is_success() {
+        bail!("listing the experiments: {} {}", answer.status, answer.text);
+    }
+    let page: Page = serde_json::from_value(answer.body).context("the experiments list")?;
+    let found = page
+        .results
+        .into_iter()
+        .find(|e| e.feature_flag_key.as_deref() == Some(flag_key))
+        .context("the data dir has no bench experiment to reuse")?;
+    let start = found
+        .start_date
+        .context("the reused experiment has no start date")?;
+    println!("reusing experiment {} (started {start})", found.id);
+    Ok((found.id, start))
+}
