@@ -125,6 +125,20 @@ impl PreparedCohorts {
         stored
     }
 
+    /// The person-property keys the person-property cohorts `roots` reach read.
+    pub fn person_keys_reached_from(
+        &self,
+        roots: impl IntoIterator<Item = i64>,
+    ) -> BTreeSet<String> {
+        let mut keys = BTreeSet::new();
+        for id in self.reached_from(roots) {
+            if let Some(PreparedCohort::Dynamic { node, .. }) = self.by_id.get(&id) {
+                node.person_keys(&mut keys);
+            }
+        }
+        keys
+    }
+
     /// local evaluation's `cohorts`: the definitions of the person-property cohorts `roots`
     /// reach, keyed by id as text, in the shape posthog-python's `match_cohort` reads. Static
     /// and behavioural cohorts are left out, so an SDK meeting one raises
@@ -252,6 +266,16 @@ impl PreparedNode {
             },
             // Not reached: a cohort with behavioural filters is prepared as `Stored`.
             Node::Behavioral(_) => Self::Never,
+        }
+    }
+
+    fn person_keys(&self, into: &mut BTreeSet<String>) {
+        match self {
+            Self::Group { values, .. } => values.iter().for_each(|value| value.person_keys(into)),
+            Self::Person { matcher, .. } => {
+                into.insert(matcher.key().to_owned());
+            }
+            Self::Cohort { .. } | Self::Never => {}
         }
     }
 

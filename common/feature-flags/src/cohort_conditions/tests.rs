@@ -343,6 +343,12 @@ fn local_definitions_leave_out_what_sdks_cannot_evaluate() {
         local["1"],
         json!({"type": "AND", "values": [{"type": "person", "key": "plan", "value": "pro"}]})
     );
+    // The stored person is read unless the request carries every key the cohorts read.
+    let request = |value: Value| value.as_object().unwrap().clone();
+    assert!(flags.needs_stored_person(&request(json!({"plan": "pro", "country": "de"}))));
+    assert!(!flags.needs_stored_person(&request(
+        json!({"plan": "pro", "country": "de", "email": "a@b"})
+    )));
     // No cohorts named: none sent, and nothing to read per request.
     let plain =
         PreparedFlags::with_cohorts(vec![flag(1, "plain", json!({"groups": [{}]}))], &project());

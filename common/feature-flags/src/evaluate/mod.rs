@@ -144,8 +144,8 @@ pub struct PreparedFlags {
     prepared: Vec<PreparedFlag>,
     by_key: HashMap<String, usize>,
     needs_person_properties: bool,
-    /// The person-property keys active flags read; `None` when a cohort needs the whole person.
-    person_keys: Option<BTreeSet<String>>,
+    /// The person-property keys active flags read, their person-property cohorts' included.
+    person_keys: BTreeSet<String>,
     cohorts: PreparedCohorts,
     /// The static and behavioural cohorts active flags reach (their membership is read per
     /// request).
@@ -180,21 +180,16 @@ impl PreparedFlags {
         let needs_person_properties = prepared
             .iter()
             .any(|flag| flag.active && flag.reads_person_properties());
-        let person_keys = prepared
-            .iter()
-            .filter(|flag| flag.active)
-            .map(PreparedFlag::person_property_keys)
-            .try_fold(BTreeSet::new(), |mut all, keys| {
-                all.extend(keys?);
-                Some(all)
-            });
         let cohorts = PreparedCohorts::new(cohorts);
-        let stored_cohorts = cohorts.stored_reached_from(
-            prepared
-                .iter()
-                .filter(|flag| flag.active)
-                .flat_map(PreparedFlag::cohort_ids),
-        );
+        let active = || prepared.iter().filter(|flag| flag.active);
+        let mut person_keys: BTreeSet<String> = active()
+            .flat_map(PreparedFlag::person_property_keys)
+            .map(str::to_owned)
+            .collect();
+        person_keys
+            .extend(cohorts.person_keys_reached_from(active().flat_map(PreparedFlag::cohort_ids)));
+        let stored_cohorts =
+            cohorts.stored_reached_from(active().flat_map(PreparedFlag::cohort_ids));
         Self {
             flags,
             prepared,
@@ -234,10 +229,10 @@ impl PreparedFlags {
     /// win over stored ones), which spares the SDK path its one Store read.
     pub fn needs_stored_person(&self, request: &Map<String, Value>) -> bool {
         self.needs_person_properties
-            && match &self.person_keys {
-                Some(keys) => keys.iter().any(|key| !request.contains_key(key)),
-                None => true,
-            }
+            && self
+                .person_keys
+                .iter()
+                .any(|key| !request.contains_key(key))
     }
 
     /// Evaluates the active flags for `subject`, limited to `only` keys when given. Flag

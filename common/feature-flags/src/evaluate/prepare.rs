@@ -187,20 +187,17 @@ impl PreparedFlag {
 }
 
 impl PreparedFlag {
-    /// The person-property keys this flag's conditions read; `None` when a cohort condition
-    /// needs the whole person.
-    pub fn person_property_keys(&self) -> Option<Vec<String>> {
-        let mut keys = Vec::new();
-        for condition in self.conditions.iter().chain(self.super_condition.iter()) {
-            for filter in &condition.filters {
-                match filter {
-                    PreparedFilter::Person(matcher) => keys.push(matcher.key().to_owned()),
-                    PreparedFilter::Cohort { .. } => return None,
-                    _ => {}
-                }
-            }
-        }
-        Some(keys)
+    /// The person-property keys this flag's own conditions read (its cohorts' are the
+    /// cohorts' to say).
+    pub fn person_property_keys(&self) -> impl Iterator<Item = &str> + '_ {
+        self.conditions
+            .iter()
+            .chain(self.super_condition.iter())
+            .flat_map(|condition| condition.filters.iter())
+            .filter_map(|filter| match filter {
+                PreparedFilter::Person(matcher) => Some(matcher.key()),
+                _ => None,
+            })
     }
 }
 
