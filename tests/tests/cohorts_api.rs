@@ -375,7 +375,7 @@ async fn list_retrieve_update_soft_delete_and_restore() {
         let (status, _) = world.get(&one, Some(world.admin_key())).await;
         assert_eq!(status, StatusCode::OK, "{name}");
 
-        // Activity: created, the updates, deleted, restored (newest first).
+        // Activity: created, the updates, deleted, restored (newest first), as PostHog names them.
         let (status, activity) = world
             .get(&format!("{one}activity/"), Some(world.admin_key()))
             .await;
@@ -388,7 +388,7 @@ async fn list_retrieve_update_soft_delete_and_restore() {
             .collect();
         assert_eq!(
             kinds,
-            ["updated", "deleted", "updated", "updated", "created"],
+            ["restored", "deleted", "updated", "updated", "created"],
             "{name}"
         );
         let (status, all) = world

@@ -18,6 +18,8 @@ pub const SCOPE: &str = "Cohort";
 
 const COHORT_PREFIX: &str = "COHORT#";
 const COUNTER_SK: &str = "COUNTER#COHORT";
+/// The activity of a soft-deleted cohort brought back.
+const RESTORED: &str = "restored";
 /// How deep cohorts may name cohorts that name cohorts.
 const MAX_NESTING: usize = 10;
 
@@ -173,10 +175,11 @@ pub async fn save(
     item.version = before.item_version + 1;
     let before_value = encode(&pk, old)?;
     let after_value = encode(&pk, &after)?;
-    let kind = if !old.deleted && after.deleted {
-        activity::DELETED
-    } else {
-        activity::UPDATED
+    // PostHog's perform_update names the soft delete and the restore.
+    let kind = match (old.deleted, after.deleted) {
+        (false, true) => activity::DELETED,
+        (true, false) => RESTORED,
+        _ => activity::UPDATED,
     };
     let ops = vec![
         WriteOp::Put {
