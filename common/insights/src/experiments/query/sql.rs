@@ -94,6 +94,9 @@ pub struct Plan {
     pub variant: String,
     /// Conditions of an exposure event (name, flag, dates, test accounts).
     pub exposure: String,
+    /// The exposure event's name condition alone: cheap, so the scan keeps candidate rows by it
+    /// and the rest of [`Plan::exposure`] (JSON properties) is read once per candidate.
+    pub exposure_event: String,
     /// The variant keys an exposure may have (quoted literals), holdout included.
     pub variant_keys: Vec<String>,
     pub handling: MultipleVariantHandling,
@@ -132,7 +135,7 @@ impl Plan {
             sql_text::property("$feature_flag", false),
             sql_text::string(&spec.flag_key)
         );
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<String> = Vec::new();
         let variant = match &settings.exposure_config {
             None => {
                 conditions.push("event = '$feature_flag_called'".to_owned());
@@ -195,6 +198,10 @@ impl Plan {
         Ok(Self {
             entity,
             variant,
+            exposure_event: conditions
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "true".to_owned()),
             exposure: conditions.join(" AND "),
             variant_keys: keys,
             handling: settings.handling(),
@@ -516,15 +523,26 @@ fn rows_cte(plan: &Plan) -> String {
             )
         }
     };
+    // The inner query reads each JSON property once per candidate row (`exposure_variant` is
+    // used twice above it, so DataFusion keeps it a column rather than inlining it twice).
+    let names: Vec<&str> = match &plan.body {
+        Body::Mean { .. } => vec!["value"],
+        Body::Ratio { .. } => vec!["value", "denominator"],
+        Body::Funnel { .. } => vec!["steps"],
+    };
     format!(
-        "rows AS (SELECT {entity} AS entity, timestamp AS t, \
-         if(({exposure}) AND {variant} IN ({keys}), {variant}, NULL) AS ev, {columns} \
+        "rows AS (SELECT entity, t, if(is_exposure AND exposure_variant IN ({keys}), \
+         exposure_variant, NULL) AS ev, {names} FROM (\
+         SELECT {entity} AS entity, timestamp AS t, ({exposure}) AS is_exposure, \
+         {variant} AS exposure_variant, {columns} \
          FROM events WHERE timestamp >= {start} AND timestamp <= {until} \
-         AND (({exposure}) OR {metric_condition}))",
+         AND ({exposure_event} OR {metric_condition})))",
         entity = plan.entity,
         exposure = plan.exposure,
+        exposure_event = plan.exposure_event,
         variant = plan.variant,
         keys = plan.variant_keys.join(", "),
+        names = names.join(", "),
         start = sql_datetime(plan.start),
         until = sql_datetime(plan.until),
     )

@@ -78,7 +78,16 @@ fn default_exposure_reads_the_flag_event_and_its_response() {
         "{text}"
     );
     assert!(
-        text.contains("properties['$feature_flag_response'] IN ('control', 'test'), properties['$feature_flag_response'], NULL) AS ev"),
+        text.contains("properties['$feature_flag_response'] AS exposure_variant"),
+        "{text}"
+    );
+    assert!(
+        text.contains("exposure_variant IN ('control', 'test'), exposure_variant, NULL) AS ev"),
+        "{text}"
+    );
+    // The scan keeps candidates by event name; the JSON conditions are read once per candidate.
+    assert!(
+        text.contains("AND (event = '$feature_flag_called' OR (event = 'purchase'))"),
         "{text}"
     );
     assert!(text.contains("timestamp >= toDateTime('2026-11-01 00:00:00.000000Z')"));
@@ -122,8 +131,9 @@ fn custom_exposure_first_seen_groups_and_windows() {
     metric["conversion_window_unit"] = json!("hour");
     let text = sql_of(custom, metric);
     assert!(text.contains("event = '$pageview'"), "{text}");
+    assert!(text.contains("properties['$feature/my-flag'] AS exposure_variant"));
     assert!(
-        text.contains("properties['$feature/my-flag'] IN ('control', 'test', 'holdout-3'), properties['$feature/my-flag'], NULL) AS ev"),
+        text.contains("exposure_variant IN ('control', 'test', 'holdout-3')"),
         "{text}"
     );
     assert!(text.contains("argMinIf(ev, t, ev IS NOT NULL) AS variant"));
