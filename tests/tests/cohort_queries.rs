@@ -260,13 +260,59 @@ async fn cohort_filters_and_calculation() {
             ),
         ] {
             let (status, body) = post_query(&world, &key, trend(properties.clone())).await;
-            assert_eq!(status, StatusCode::OK, "{name} {body}");
+            assert_eq!(status, StatusCode::OK, "{name} {properties} {body}");
             assert_eq!(
                 body["results"][0]["aggregated_value"].as_f64(),
                 Some(expected as f64),
                 "{name} {properties} {body}"
             );
         }
+
+        // A funnel step filtered by a dynamic cohort (a condition inside the query's
+        // projection, where the engine cannot run a subquery: the cohort is resolved first),
+        // and a funnel and a retention filtered as a whole.
+        let funnel = |steps: Value, properties: Value| {
+            json!({"kind": "FunnelsQuery", "dateRange": {"date_from": "-30d"},
+                "series": steps, "properties": properties})
+        };
+        for (query, expected) in [
+            (
+                funnel(
+                    json!([{"kind": "EventsNode", "event": "paid",
+                            "properties": [cohort_filter(emails.id, json!({}))]},
+                           {"kind": "EventsNode", "event": "$pageview"}]),
+                    json!([]),
+                ),
+                [2, 2],
+            ),
+            (
+                funnel(
+                    json!([{"kind": "EventsNode", "event": "paid"},
+                           {"kind": "EventsNode", "event": "$pageview"}]),
+                    json!([cohort_filter(nested.id, json!({}))]),
+                ),
+                [1, 1],
+            ),
+        ] {
+            let (status, body) = post_query(&world, &key, query.clone()).await;
+            assert_eq!(status, StatusCode::OK, "{name} {body}");
+            let counts: Vec<i64> = body["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|step| step["count"].as_i64().unwrap())
+                .collect();
+            assert_eq!(counts, expected, "{name} {query} {body}");
+        }
+        let (status, body) = post_query(
+            &world,
+            &key,
+            json!({"kind": "RetentionQuery", "dateRange": {"date_from": "-7d"},
+                   "properties": [cohort_filter(twice.id, json!({}))],
+                   "retentionFilter": {"period": "Day", "totalIntervals": 3}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{name} {body}");
 
         // A new static member is never answered from the cache.
         let before = viewers(&world, &key, cohort_filter(fixed.id, json!({}))).await;

@@ -3,11 +3,17 @@
 //!
 //! [`membership`] is written over any column so one compiler serves the events filter
 //! (`person_id`) and the cohort calculation (`id` of `persons`):
-//! - a static cohort is its stored members, inlined (`column IN ('uuid', ...)`, at most
+//! - a cohort whose members are known (a static cohort's stored members, or a dynamic cohort's
+//!   the caller resolved) is those members, inlined (`column IN ('uuid', ...)`, at most
 //!   [`MAX_INLINE_MEMBERS`]);
-//! - a dynamic cohort is its definition's AND/OR/negation over `column IN (subquery)` terms: a
-//!   person filter reads `persons`, a behavioural filter reads `events` in its window back from
-//!   `ctx.now`, a nested cohort is its own membership.
+//! - otherwise a dynamic cohort is its definition's AND/OR/negation over `column IN (subquery)`
+//!   terms: a person filter reads `persons`, a behavioural filter reads `events` in its window
+//!   back from `ctx.now`, a nested cohort is its own membership.
+//!
+//! The engine runs `IN (subquery)` only where rows are filtered (WHERE, HAVING), not inside a
+//! projection (a funnel step's `if(...)`, an experiment metric's `countIf(...)`); so the query
+//! service resolves the dynamic cohorts a node names to their members first (with this same
+//! compiler, over `persons`) and only very large ones are left as subqueries.
 //!
 //! The cohorts come from `ctx.cohorts`, loaded by the caller (see [`referenced`]).
 
@@ -38,12 +44,13 @@ pub const MAX_INLINE_MEMBERS: usize = 10_000;
 /// How deep cohorts naming cohorts are followed (the repository allows 10 levels).
 const MAX_DEPTH: usize = 12;
 
-/// A cohort as compiling needs it: as stored, with a static cohort's members.
+/// A cohort as compiling needs it: as stored, with its members when they are known.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CohortSpec {
     pub cohort: Cohort,
-    /// The stored members (static cohorts only; empty for dynamic ones).
-    pub members: Vec<Uuid>,
+    /// Who is in it, when known: a static cohort's stored members, or a dynamic cohort's as the
+    /// caller resolved them (its definition is then not compiled). `None`: the definition is.
+    pub members: Option<Vec<Uuid>>,
 }
 
 /// Cohorts by id.
@@ -174,8 +181,11 @@ fn cohort(
         .get(&id)
         .filter(|spec| !spec.cohort.deleted)
         .ok_or_else(|| Invalid::new(attr, format!("Cohort with id {id} does not exist")))?;
+    if let Some(members) = &spec.members {
+        return inline(id, members, column, attr);
+    }
     if spec.cohort.is_static {
-        return static_members(spec, column, attr);
+        return inline(id, &[], column, attr);
     }
     match &spec.cohort.filters {
         Some(filters) => node(&filters.properties, column, ctx, attr, depth)
@@ -193,22 +203,20 @@ fn in_cohort(id: i64, error: Invalid) -> Invalid {
     Invalid::new(error.attr, format!("Cohort {id}: {}", error.detail))
 }
 
-fn static_members(spec: &CohortSpec, column: &str, attr: &str) -> Result<String, Invalid> {
-    if spec.members.is_empty() {
+fn inline(id: i64, members: &[Uuid], column: &str, attr: &str) -> Result<String, Invalid> {
+    if members.is_empty() {
         return Ok("false".into());
     }
-    if spec.members.len() > MAX_INLINE_MEMBERS {
+    if members.len() > MAX_INLINE_MEMBERS {
         return Err(Invalid::new(
             attr,
             format!(
-                "Cohort {} has {} members; static cohorts of more than {MAX_INLINE_MEMBERS} members cannot be used in a filter.",
-                spec.cohort.id,
-                spec.members.len()
+                "Cohort {id} has {} members; static cohorts of more than {MAX_INLINE_MEMBERS} members cannot be used in a filter.",
+                members.len()
             ),
         ));
     }
-    let ids: Vec<String> = spec
-        .members
+    let ids: Vec<String> = members
         .iter()
         .map(|id| sql_text::string(&id.to_string()))
         .collect();

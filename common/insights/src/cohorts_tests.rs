@@ -14,10 +14,8 @@ fn stored(id: i64, body: Value) -> CohortSpec {
         fields.extend(extra);
     }
     let cohort: Cohort = serde_json::from_value(fields).expect("cohort");
-    CohortSpec {
-        cohort,
-        members: vec![],
-    }
+    let members = cohort.is_static.then(Vec::new);
+    CohortSpec { cohort, members }
 }
 
 fn dynamic(id: i64, properties: Value) -> CohortSpec {
@@ -31,7 +29,7 @@ fn dynamic(id: i64, properties: Value) -> CohortSpec {
 fn context() -> Context {
     let mut ctx = crate::testing::context(chrono_tz::UTC, "2026-03-15T12:00:00Z", 0);
     let mut one = stored(1, json!({"is_static": true}));
-    one.members = vec![A.parse().expect("uuid"), B.parse().expect("uuid")];
+    one.members = Some(vec![A.parse().expect("uuid"), B.parse().expect("uuid")]);
     let cohorts: Cohorts = [
         one,
         dynamic(
@@ -126,6 +124,29 @@ fn nested_and_negated_cohorts() {
 }
 
 #[test]
+fn resolved_dynamic_cohorts_are_their_members() {
+    let mut ctx = context();
+    if let Some(spec) = Arc::make_mut(&mut ctx.cohorts).get_mut(&3) {
+        spec.members = Some(vec![B.parse().expect("uuid")]);
+    }
+    assert_eq!(
+        membership(3, "person_id", &ctx, "x"),
+        Ok(format!("person_id IN ('{B}')"))
+    );
+    // A cohort naming it reads the resolved members too.
+    let mut spec = dynamic(
+        9,
+        json!({"type": "AND", "values": [{"type": "cohort", "key": "id", "value": 3}]}),
+    );
+    spec.members = None;
+    Arc::make_mut(&mut ctx.cohorts).insert(9, spec);
+    assert_eq!(
+        membership(9, "id", &ctx, "x"),
+        Ok(format!("(id IN ('{B}'))"))
+    );
+}
+
+#[test]
 fn node_filters_test_the_events_person() {
     assert_eq!(
         events_filter(json!({"type": "cohort", "key": "id", "value": 1})),
@@ -170,7 +191,7 @@ fn unknown_deleted_and_malformed_cohort_filters_are_400s() {
 fn too_many_static_members_is_a_400() {
     let mut ctx = context();
     let mut big = stored(8, json!({"is_static": true}));
-    big.members = (0..=MAX_INLINE_MEMBERS).map(|_| Uuid::new_v4()).collect();
+    big.members = Some((0..=MAX_INLINE_MEMBERS).map(|_| Uuid::new_v4()).collect());
     Arc::make_mut(&mut ctx.cohorts).insert(8, big);
     let error = membership(8, "person_id", &ctx, "properties[0].value").expect_err("refused");
     assert!(error.detail.contains("cannot be used"), "{}", error.detail);

@@ -100,10 +100,11 @@ struct Planned {
 
 async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Planned, QueryError> {
     let experiment = experiments::spec_for(state, project, node).await?;
-    let cohorts = cohorts::for_node(state, project.id, node).await?;
+    let mut ctx = context(state, project, experiment.clone(), Arc::default());
+    let cohorts = cohorts::for_node(state, project, node, Some(ctx.now)).await?;
+    ctx.cohorts = cohorts.clone();
     let (compiled, queries) = match &node.structured {
         Some(structured) => {
-            let ctx = context(state, project, experiment.clone(), cohorts.clone());
             let (compiled, queries) = compile_with(&ctx, structured)?;
             (Some(compiled), queries)
         }
@@ -234,7 +235,8 @@ async fn execute(
 /// Checks a node before it is queued, so a bad one is a 400 now rather than a failed job later
 /// (an `ExperimentQuery`'s experiment is read for it).
 pub async fn check(state: &AppState, project: &Project, node: &SqlNode) -> Result<(), QueryError> {
-    let cohorts = cohorts::for_node(state, project.id, node).await?;
+    // Definitions are enough to know the node compiles; members are resolved when it runs.
+    let cohorts = cohorts::for_node(state, project, node, None).await?;
     match &node.structured {
         Some(structured) => {
             let experiment = experiments::spec_for(state, project, node).await?;

@@ -15,16 +15,11 @@ use common::AppState;
 use common::jobs::{Job, JobContext, JobError};
 use common::models::Project;
 use common::store::StoreError;
-use engine::sql::{self, Bindings, QueryError};
+use engine::sql::QueryError;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::errors::exposed_message;
-use crate::runner::{self, Run};
-use crate::{Caller, SqlNode};
-
-/// Persons read per query (the engine's largest LIMIT).
-const PAGE: u64 = sql::MAX_LIMIT;
 
 /// Runs calculations queued by name ([`JOB`]).
 pub struct CohortCalculationJob;
@@ -125,7 +120,7 @@ async fn bookkeeping(
     .map(|_| ())
 }
 
-/// The persons in the cohort now, read page by page.
+/// The persons in the cohort now (every one of them).
 async fn members(
     state: &AppState,
     project: &Project,
@@ -134,48 +129,7 @@ async fn members(
     let cohorts = super::load(state, project.id, [cohort.id])
         .await
         .map_err(QueryError::internal)?;
-    let mut ctx = runner::plain_context(project);
-    ctx.now = state.clock.now();
-    ctx.cohorts = Arc::new(cohorts);
-    let condition =
-        insights::cohorts::membership(cohort.id, "id", &ctx, "filters").map_err(|invalid| {
-            QueryError::Invalid {
-                attr: invalid.attr,
-                detail: invalid.detail,
-            }
-        })?;
-    let mut persons = BTreeSet::new();
-    let mut offset = 0;
-    loop {
-        let text = format!(
-            "SELECT id FROM persons WHERE {condition} ORDER BY id LIMIT {PAGE} OFFSET {offset}"
-        );
-        let node = SqlNode::sql(text, Bindings::default());
-        let query_id = Uuid::now_v7().to_string();
-        let response = runner::run(
-            Run {
-                state,
-                project,
-                query_id: &query_id,
-                node: &node,
-                caller: &Caller::default(),
-                force: true,
-                endpoint: "",
-                log: true,
-            },
-            std::future::pending(),
-        )
-        .await?;
-        let rows = response["results"].as_array().cloned().unwrap_or_default();
-        let read = rows.len() as u64;
-        persons.extend(
-            rows.iter()
-                .filter_map(|row| row.get(0).and_then(Value::as_str))
-                .filter_map(|id| id.parse::<Uuid>().ok()),
-        );
-        if read < PAGE {
-            return Ok(persons);
-        }
-        offset += PAGE;
-    }
+    let members =
+        super::members_of(state, project, &cohorts, cohort.id, state.clock.now(), None).await?;
+    Ok(members.unwrap_or_default())
 }

@@ -7,12 +7,20 @@ pub mod calculation;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use common::AppState;
+use common::models::Project;
 use common::store::StoreError;
-use engine::sql::QueryError;
-use insights::cohorts::{CohortSpec, Cohorts};
+use engine::sql::{self, Bindings, QueryError};
+use insights::cohorts::{CohortSpec, Cohorts, MAX_INLINE_MEMBERS};
+use serde_json::Value;
+use uuid::Uuid;
 
 use crate::SqlNode;
+use crate::runner;
+
+/// Persons read per query of a calculation (the engine's largest LIMIT).
+const PAGE: u64 = sql::MAX_LIMIT;
 
 /// Most cohorts one node may pull in, nested ones included.
 const MAX_COHORTS: usize = 200;
@@ -20,10 +28,16 @@ const MAX_COHORTS: usize = 200;
 /// The cohorts `node` names (its structured node and its HogQL filters), with the cohorts they
 /// name in turn; nothing is read when it names none. An id that is not a live cohort is left
 /// out: the compiler answers the 400 naming the field.
+///
+/// With `resolve_at`, each dynamic cohort the node names is resolved to its members as of that
+/// instant (one query over `persons`), so the node's own queries test an inline list, which
+/// the engine runs anywhere (an `IN (subquery)` only runs where rows are filtered, not in a
+/// funnel step's `if(...)`). A cohort of more than `MAX_INLINE_MEMBERS` stays a subquery.
 pub async fn for_node(
     state: &AppState,
-    team_id: i64,
+    project: &Project,
     node: &SqlNode,
+    resolve_at: Option<DateTime<Utc>>,
 ) -> Result<Arc<Cohorts>, QueryError> {
     let mut ids: BTreeSet<i64> = BTreeSet::new();
     for part in [node.structured.as_ref(), node.filters.as_ref()]
@@ -35,10 +49,72 @@ pub async fn for_node(
     if ids.is_empty() {
         return Ok(Arc::default());
     }
-    load(state, team_id, ids)
+    let mut cohorts = load(state, project.id, ids.iter().copied())
         .await
-        .map(Arc::new)
-        .map_err(QueryError::internal)
+        .map_err(QueryError::internal)?;
+    if let Some(now) = resolve_at {
+        for id in ids {
+            if cohorts.get(&id).is_none_or(|spec| spec.members.is_some()) {
+                continue;
+            }
+            let members =
+                members_of(state, project, &cohorts, id, now, Some(MAX_INLINE_MEMBERS)).await?;
+            if let (Some(members), Some(spec)) = (members, cohorts.get_mut(&id)) {
+                spec.members = Some(members.into_iter().collect());
+            }
+        }
+    }
+    Ok(Arc::new(cohorts))
+}
+
+/// Who is in cohort `id` as of `now`: `SELECT id FROM persons WHERE <membership>`, compiled with
+/// `cohorts` (the cohort and those it names). With `cap`, one query and `None` when there are
+/// more than `cap`; without, every member, page by page (the calculation).
+pub async fn members_of(
+    state: &AppState,
+    project: &Project,
+    cohorts: &Cohorts,
+    id: i64,
+    now: DateTime<Utc>,
+    cap: Option<usize>,
+) -> Result<Option<BTreeSet<Uuid>>, QueryError> {
+    let mut ctx = runner::plain_context(project);
+    ctx.now = now;
+    ctx.cohorts = Arc::new(cohorts.clone());
+    let condition =
+        insights::cohorts::membership(id, "id", &ctx, "filters").map_err(|invalid| {
+            QueryError::Invalid {
+                attr: invalid.attr,
+                detail: invalid.detail,
+            }
+        })?;
+    let page = cap.map_or(PAGE, |cap| cap as u64 + 1);
+    let mut persons = BTreeSet::new();
+    let mut offset = 0;
+    loop {
+        let text = format!(
+            "SELECT id FROM persons WHERE {condition} ORDER BY id LIMIT {page} OFFSET {offset}"
+        );
+        // Straight to the engine (the service's own read: no cache, no log, no slot).
+        let prepared = sql::prepare(&text, &Bindings::default())?;
+        let limits = runner::limits(state);
+        let session =
+            sql::open_session(state, project.id, &project.timezone, &prepared, &limits).await?;
+        let rows = session.execute(&prepared, &limits).await?.results;
+        let read = rows.len() as u64;
+        persons.extend(
+            rows.iter()
+                .filter_map(|row| row.first().and_then(Value::as_str))
+                .filter_map(|id| id.parse::<Uuid>().ok()),
+        );
+        if cap.is_some() {
+            return Ok((read < page).then_some(persons));
+        }
+        if read < page {
+            return Ok(Some(persons));
+        }
+        offset += page;
+    }
 }
 
 /// `ids` and every cohort they name, directly or not, with static cohorts' members.
@@ -59,8 +135,8 @@ pub async fn load(
             continue;
         };
         let members = match cohort.is_static {
-            true => cohorts::members::list(store, team_id, id).await?,
-            false => Vec::new(),
+            true => Some(cohorts::members::list(store, team_id, id).await?),
+            false => None,
         };
         todo.extend(cohort.filters.iter().flat_map(cohorts::Filters::cohort_ids));
         cohorts.insert(id, CohortSpec { cohort, members });
@@ -80,7 +156,9 @@ pub fn digest(cohorts: &Cohorts) -> String {
                 spec.cohort.id,
                 spec.cohort.version,
                 spec.cohort.count.unwrap_or(-1),
-                spec.members.len()
+                spec.members
+                    .as_ref()
+                    .map_or(-1, |members| members.len() as i64)
             )
         })
         .collect::<Vec<_>>()
