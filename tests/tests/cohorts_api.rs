@@ -703,6 +703,32 @@ async fn exposure_cohort_for_an_experiment() {
             "{name}"
         );
 
+        // Without its flag (soft-deleted) there is nothing to be exposed to.
+        let orphan = world
+            .create_experiment(json!({"name": "Orphan", "feature_flag_key": "orphan-exp"}))
+            .await;
+        let orphan_id = &orphan["id"];
+        send(
+            &world,
+            Method::POST,
+            &format!("{experiments}{orphan_id}/launch/"),
+            json!({}),
+        )
+        .await;
+        let flag_uri = format!("{}{}/", world.flags_uri(), orphan["feature_flag"]["id"]);
+        let (status, answer) =
+            send(&world, Method::PATCH, &flag_uri, json!({"deleted": true})).await;
+        assert_eq!(status, StatusCode::OK, "{name} {answer}");
+        let (status, answer) = send(
+            &world,
+            Method::POST,
+            &format!("{experiments}{orphan_id}/create_exposure_cohort_for_experiment/"),
+            json!({}),
+        )
+        .await;
+        let (detail, _) = refused(status, &answer, &name);
+        assert_eq!(detail, "Experiment does not have a feature flag", "{name}");
+
         // Unknown or deleted experiments are 404s; the key needs experiment:write.
         let (status, _) = send(
             &world,
@@ -717,5 +743,54 @@ async fn exposure_cohort_for_an_experiment() {
             .send(Method::POST, &action, Some(&reader), Some("{}"))
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_exposure_cohorts_make_one() {
+    for world in World::all().await {
+        let name = world.name();
+        let experiments = world.experiments_uri();
+        let experiment = world
+            .create_experiment(json!({"name": "Race", "feature_flag_key": "race-exp"}))
+            .await;
+        let id = &experiment["id"];
+        send(
+            &world,
+            Method::POST,
+            &format!("{experiments}{id}/launch/"),
+            json!({}),
+        )
+        .await;
+        let action = format!("{experiments}{id}/create_exposure_cohort_for_experiment/");
+        let (a, b) = tokio::join!(
+            send(&world, Method::POST, &action, json!({})),
+            send(&world, Method::POST, &action, json!({})),
+        );
+        let mut statuses = [a.0, b.0];
+        statuses.sort();
+        assert_eq!(
+            statuses,
+            [StatusCode::CREATED, StatusCode::BAD_REQUEST],
+            "{name} {} {}",
+            a.1,
+            b.1
+        );
+        let winner = if a.0 == StatusCode::CREATED {
+            &a.1
+        } else {
+            &b.1
+        };
+        let (_, read) = world
+            .get(&format!("{experiments}{id}/"), Some(world.admin_key()))
+            .await;
+        assert_eq!(read["exposure_cohort"], winner["cohort"]["id"], "{name}");
+        let (_, listed) = world
+            .get(&cohorts_uri(&world), Some(world.admin_key()))
+            .await;
+        assert_eq!(
+            listed["count"], 1,
+            "{name}: the loser left no cohort behind"
+        );
     }
 }
