@@ -139,6 +139,14 @@ async fn cohort_filters_and_calculation() {
                 "properties": {"plan": "pro"}}),
             );
         }
+        // alice and dave saw the experiment's flag three hours ago.
+        for person in ["alice", "dave"] {
+            events.push(
+                json!({"event": "$feature_flag_called", "distinct_id": person,
+                "timestamp": at(Duration::hours(3)),
+                "properties": {"$feature_flag": "exp-flag", "$feature_flag_response": "test"}}),
+            );
+        }
         world.capture(events).await;
         engine::commit_all(&world.backend.state).await.unwrap();
 
@@ -239,6 +247,49 @@ async fn cohort_filters_and_calculation() {
                 "{name} {filter}"
             );
         }
+
+        // An experiment's exposure cohort, as `create_exposure_cohort_for_experiment` defines
+        // it, in a trend; and a SQL node's `{filters}`.
+        let exposed = create_cohort(
+            &world,
+            "Users exposed to experiment",
+            definition(json!({"type": "OR", "values": [{"type": "OR", "values": [{
+                "type": "behavioral", "value": "performed_event", "key": "$feature_flag_called",
+                "event_type": "events", "negation": false,
+                "event_filters": [{"key": "$feature_flag", "value": ["exp-flag"],
+                                   "operator": "exact", "type": "event"}],
+                "explicit_datetime": (now - Duration::days(1)).to_rfc3339()}]}]})),
+        )
+        .await;
+        let (status, body) = post_query(
+            &world,
+            &key,
+            json!({"kind": "TrendsQuery", "dateRange": {"date_from": "-7d"},
+                "series": [{"kind": "EventsNode", "event": "$pageview", "math": "dau"}],
+                "trendsFilter": {"display": "BoldNumber"},
+                "properties": [cohort_filter(exposed.id, json!({}))]}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{name} {body}");
+        assert_eq!(
+            body["results"][0]["aggregated_value"].as_f64(),
+            Some(2.0),
+            "{name} {body}"
+        );
+        let (status, body) = post_query(
+            &world,
+            &key,
+            json!({"kind": "HogQLQuery",
+                "query": "select distinct_id from events where event = '$pageview' and {filters} order by distinct_id",
+                "filters": {"properties": [cohort_filter(exposed.id, json!({"operator": "not_in"}))]}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{name} {body}");
+        assert_eq!(
+            body["results"],
+            json!([["bob"], ["carol"]]),
+            "{name} {body}"
+        );
 
         // A trend: pageviews of the example.com cohort, and the same over an OR group.
         let trend = |properties: Value| {
