@@ -467,6 +467,25 @@ async fn cohort_filters_and_calculation() {
         .unwrap();
         let output = calculate(&world, orphan.id).await;
         assert_eq!(output["status"], json!("failed"), "{name} {output}");
+        let (status, body) = post_query(
+            &world,
+            &key,
+            json!({"kind": "EventsQuery", "select": ["event"],
+                   "properties": [cohort_filter(orphan.id, json!({}))]}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(
+            body["detail"],
+            json!(format!("Cohort with id {} does not exist", doomed.id)),
+            "{name} {body}"
+        );
+        assert!(
+            body["attr"]
+                .as_str()
+                .is_some_and(|attr| attr.ends_with("properties[0].value")),
+            "{name} {body}"
+        );
         let failed = stored(&world, orphan.id).await;
         assert_eq!(failed.errors_calculating, 1, "{name}");
         assert!(failed.last_error_at.is_some(), "{name}");

@@ -58,7 +58,14 @@ pub async fn for_node(
                 continue;
             }
             let members =
-                members_of(state, project, &cohorts, id, now, Some(MAX_INLINE_MEMBERS)).await?;
+                match members_of(state, project, &cohorts, id, now, Some(MAX_INLINE_MEMBERS)).await
+                {
+                    Ok(members) => members,
+                    // A definition that does not compile (a cohort it names was deleted): the
+                    // node's compile answers the 400, naming the node's field.
+                    Err(QueryError::Invalid { .. }) => None,
+                    Err(other) => return Err(other),
+                };
             if let (Some(members), Some(spec)) = (members, cohorts.get_mut(&id)) {
                 spec.members = Some(members.into_iter().collect());
             }
