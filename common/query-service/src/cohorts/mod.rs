@@ -171,3 +171,64 @@ pub fn digest(cohorts: &Cohorts) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use cohorts::Cohort;
+    use common::activity::Actor;
+    use common::testing::TestState;
+    use serde_json::json;
+
+    use super::*;
+
+    async fn create(state: &AppState, fields: serde_json::Value) -> Cohort {
+        let mut body = json!({"id": 0, "team_id": 0, "name": "c",
+            "created_at": "2026-01-01T00:00:00Z"});
+        if let (Value::Object(body), Value::Object(fields)) = (&mut body, fields) {
+            body.extend(fields);
+        }
+        let cohort: Cohort = serde_json::from_value(body).expect("cohort");
+        cohorts::repository::create(
+            state.store.as_ref(),
+            1,
+            cohort,
+            &Actor::system(),
+            Utc::now(),
+            |_| Ok(vec![]),
+        )
+        .await
+        .expect("created")
+    }
+
+    #[tokio::test]
+    async fn nested_cohorts_and_static_members_are_loaded_and_digested() {
+        let state = TestState::embedded().await.state;
+        let fixed = create(&state, json!({"is_static": true})).await;
+        let person = Uuid::now_v7();
+        cohorts::members::add(state.store.as_ref(), 1, fixed.id, &[person])
+            .await
+            .expect("added");
+        let filters = cohorts::Filters::parse(
+            &json!({"properties": {"type": "AND", "values": [
+                {"type": "cohort", "key": "id", "value": fixed.id}]}}),
+            "filters",
+        )
+        .expect("definition");
+        let dynamic = create(&state, json!({"filters": filters})).await;
+
+        let loaded = load(&state, 1, [dynamic.id, 999]).await.expect("loaded");
+        assert_eq!(
+            loaded.keys().copied().collect::<Vec<_>>(),
+            vec![fixed.id, dynamic.id]
+        );
+        assert_eq!(loaded[&fixed.id].members, Some(vec![person]));
+        assert_eq!(loaded[&dynamic.id].members, None);
+        let before = digest(&loaded);
+        cohorts::members::add(state.store.as_ref(), 1, fixed.id, &[Uuid::now_v7()])
+            .await
+            .expect("added");
+        let after = digest(&load(&state, 1, [dynamic.id]).await.expect("loaded"));
+        assert_ne!(before, after);
+    }
+}
