@@ -59,6 +59,7 @@ pub async fn create(
     )
     .await
     .map_err(write_error)?;
+    feature_flags::cache::cohorts_changed(&state, project.id);
     let created = if created.is_static {
         created
     } else {
@@ -102,6 +103,7 @@ pub async fn update(
         let at = state.clock.now();
         match repository::save(store, project.id, &before, updated.cohort, &actor, at).await {
             Ok(saved) => {
+                feature_flags::cache::cohorts_changed(&state, project.id);
                 let saved = if updated.recalculate && !saved.deleted {
                     service::queue_calculation(&state, saved).await
                 } else {

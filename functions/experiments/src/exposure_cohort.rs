@@ -92,6 +92,7 @@ pub async fn create(
         };
         match cohort_store::create(store, project.id, cohort, &actor, at, link).await {
             Ok(created) => {
+                feature_flags::cache::cohorts_changed(&state, project.id);
                 let created = cohorts::service::queue_calculation(&state, created).await;
                 let rendered = cohorts::render::cohort(
                     &created,
