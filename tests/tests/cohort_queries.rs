@@ -94,6 +94,23 @@ async fn calculate(world: &World, cohort_id: i64) -> Value {
     job.run(state, &context).await.unwrap()
 }
 
+/// The scheduled run of the calculation job: no project, no payload.
+async fn run_scheduled(world: &World) -> Value {
+    let state = &world.backend.state;
+    let job = state
+        .jobs
+        .get(cohorts::calculation::JOB)
+        .expect("registered");
+    let context = JobContext {
+        run_id: Uuid::now_v7(),
+        team_id: None,
+        payload: Value::Null,
+        attempt: 1,
+        deadline: None,
+    };
+    job.run(state, &context).await.unwrap()
+}
+
 async fn stored(world: &World, id: i64) -> Cohort {
     cohorts::repository::get_live(
         world.backend.state.store.as_ref(),
@@ -439,6 +456,30 @@ async fn cohort_filters_and_calculation() {
         let output = calculate(&world, fixed.id).await;
         assert_eq!(output["count"], json!(3), "{name} {output}");
         assert_eq!(stored(&world, fixed.id).await.count, Some(3), "{name}");
+
+        // The schedule's run (no project, no payload) queues every behavioural cohort again,
+        // and no static or person-property one.
+        let scheduled = run_scheduled(&world).await;
+        let queued: Vec<(i64, i64)> = scheduled["queued"]
+            .as_array()
+            .expect("a list of queued runs")
+            .iter()
+            .map(|run| {
+                (
+                    run["team_id"].as_i64().unwrap(),
+                    run["cohort_id"].as_i64().unwrap(),
+                )
+            })
+            .filter(|(team, _)| *team == project)
+            .collect();
+        assert!(queued.contains(&(project, month.id)), "{name} {scheduled}");
+        assert!(queued.contains(&(project, twice.id)), "{name} {scheduled}");
+        assert!(!queued.contains(&(project, fixed.id)), "{name} {scheduled}");
+        assert!(
+            !queued.contains(&(project, nested.id)),
+            "{name} {scheduled}"
+        );
+        assert_eq!(stored(&world, month.id).await.count, Some(3), "{name}");
 
         // A failing calculation (the cohort it names was deleted) is counted on the cohort.
         let doomed = create_cohort(&world, "doomed", json!({"is_static": true})).await;

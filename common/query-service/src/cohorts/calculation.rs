@@ -35,6 +35,11 @@ impl Job for CohortCalculationJob {
     }
 
     async fn run(&self, state: &AppState, run: &JobContext) -> Result<Value, JobError> {
+        // The schedule's run (no project, no payload): every behavioural cohort again, so the
+        // members flags read follow the events.
+        if run.team_id.is_none() && run.payload.is_null() {
+            return queue_behavioral(state).await;
+        }
         let request: Request = run.payload(self.name())?;
         if run.team_id.is_some_and(|team| team != request.team_id) {
             return Err(JobError::permanent(
@@ -43,6 +48,37 @@ impl Job for CohortCalculationJob {
         }
         calculate(state, request.team_id, request.cohort_id).await
     }
+}
+
+/// Queues one calculation per live behavioural cohort of every project that has events (a
+/// project without an event table has no behaviour to recompute).
+async fn queue_behavioral(state: &AppState) -> Result<Value, JobError> {
+    let teams = engine::lake::teams_with_tables(state)
+        .await
+        .map_err(JobError::failed)?;
+    let mut queued = Vec::new();
+    for team_id in teams {
+        for cohort in cohorts::repository::list_live(state.store.as_ref(), team_id).await? {
+            if cohort.is_static || !cohort.is_behavioral() {
+                continue;
+            }
+            let request = Request {
+                team_id,
+                cohort_id: cohort.id,
+            };
+            let run = state
+                .jobs
+                .enqueue(
+                    state,
+                    Arc::new(CohortCalculationJob),
+                    Some(team_id),
+                    json!(request),
+                )
+                .await?;
+            queued.push(json!({"team_id": team_id, "cohort_id": cohort.id, "run_id": run.id}));
+        }
+    }
+    Ok(json!({ "queued": queued }))
 }
 
 /// Makes the job runnable here (the worker, `analytics serve`, the in-process app).
