@@ -56,6 +56,8 @@ const COMMIT_EVERY: Duration = Duration::from_millis(500);
 /// How often the compaction schedule starts (one `compact` run per project: dedupe, squash,
 /// optimize, vacuum), as the hourly EventBridge schedule does in AWS.
 const COMPACT_EVERY: Duration = Duration::from_secs(15 * 60);
+/// How often behavioural cohorts are calculated again (daily in AWS): the members flags read.
+const RECALCULATE_COHORTS_EVERY: Duration = Duration::from_secs(60 * 60);
 
 /// How long a stop waits for the committer's run in progress before abandoning it (a run
 /// abandoned half-way is recovered at the next start: claimed objects are picked up again).
@@ -81,6 +83,16 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
         COMPACT_EVERY,
         stopped.clone(),
     ));
+    let cohorts = tokio::spawn(common::jobs::schedule::every(
+        state.clone(),
+        ScheduledJob {
+            job: cohorts::calculation::JOB.into(),
+            team_id: None,
+            payload: serde_json::Value::Null,
+        },
+        RECALCULATE_COHORTS_EVERY,
+        stopped.clone(),
+    ));
     let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY, stopped));
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
@@ -90,6 +102,7 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
         .context("server stopped");
     tracing::info!("requests finished; stopping background work");
     compaction.abort();
+    cohorts.abort();
     let _ = stop.send(true);
     match tokio::time::timeout(COMMIT_GRACE, committer).await {
         Ok(Ok(())) => tracing::info!("committer stopped"),
