@@ -1,17 +1,15 @@
 //! The dialect text of an experiment metric (reference 2.8, experiment_stats.md 1.2–1.3).
 //!
-//! One query, one scan of `events`:
-//! - `rows`: every exposure event and every metric event (filtered by name, dates and properties
-//!   in the scan), with the exposure's variant (`ev`, NULL unless it is one of the experiment's)
-//!   and the metric's per-event columns;
-//! - `marked`: each row with its entity's first exposure, a window over the entity's rows;
-//! - `per_entity`: one hash aggregate per exposed entity: its variant (`$multiple` entities
-//!   dropped in a HAVING) and the metric aggregated over its events at or after the first
-//!   exposure and inside the window (0 without events). Per-variant sums are the answer.
+//! One query, two scans of `events`:
+//! - `exposures`: one row per entity (person, or `$group_<i>`) with its variant and first exposure
+//!   (and the end of its conversion window), `$multiple` entities dropped in a HAVING;
+//! - the metric events, filtered by name, dates and properties in the scan, LEFT JOINed to the
+//!   exposures on the entity and the entity's window, and aggregated per entity (exposed entities
+//!   without events get 0). Per-variant sums over those per-entity values are the answer.
 //!
-//! A funnel's exposure is its step 0: only metric events at or after the first exposure and
-//! inside the window match a step, so the steps after it are the engine's `aggregateFunnel` over
-//! the series alone, plus one. Outlier bounds (mean metrics) read the per-entity values a second
+//! A funnel's exposure is its step 0: every metric event kept is at or after the first exposure
+//! and inside the window, so the steps after it are the engine's `aggregateFunnel` over the
+//! series alone, plus one. Outlier bounds (mean metrics) read the per-entity values a second
 //! time, to take exact quantiles (`percentile_cont`) over all variants pooled.
 
 use chrono::{DateTime, Utc};
@@ -94,9 +92,6 @@ pub struct Plan {
     pub variant: String,
     /// Conditions of an exposure event (name, flag, dates, test accounts).
     pub exposure: String,
-    /// The exposure event's name condition alone: cheap, so the scan keeps candidate rows by it
-    /// and the rest of [`Plan::exposure`] (JSON properties) is read once per candidate.
-    pub exposure_event: String,
     /// The variant keys an exposure may have (quoted literals), holdout included.
     pub variant_keys: Vec<String>,
     pub handling: MultipleVariantHandling,
@@ -135,7 +130,7 @@ impl Plan {
             sql_text::property("$feature_flag", false),
             sql_text::string(&spec.flag_key)
         );
-        let mut conditions: Vec<String> = Vec::new();
+        let mut conditions = Vec::new();
         let variant = match &settings.exposure_config {
             None => {
                 conditions.push("event = '$feature_flag_called'".to_owned());
@@ -198,10 +193,6 @@ impl Plan {
         Ok(Self {
             entity,
             variant,
-            exposure_event: conditions
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "true".to_owned()),
             exposure: conditions.join(" AND "),
             variant_keys: keys,
             handling: settings.handling(),
@@ -377,125 +368,13 @@ impl Side {
 }
 
 /// The one query of a metric: per variant `n`, `sum`, `sum_squares` and the type's extras.
-///
-/// One scan of `events` reads the exposures and the metric events together (`rows`); each
-/// entity's first exposure is a window over its rows (`marked`), so no second scan and no join;
-/// one hash aggregate per entity then picks the variant and aggregates the metric events inside
-/// the entity's window (`per_entity`). Every JSON property is read once per candidate row.
 pub fn metric_query(plan: &Plan, ctx: &Context) -> Result<String, Invalid> {
     let _ = ctx;
     let window = plan.effective_window();
-    let rows = rows_cte(plan);
-    let marked = "marked AS (SELECT *, min(if(ev IS NULL, NULL, t)) OVER (PARTITION BY entity) \
-                  AS first_exposure FROM rows)";
-    // Whether a metric event counts for its entity: at or after the first exposure, inside the
-    // conversion window when there is one.
-    let counts = match window {
-        Some(seconds) => {
-            format!("t >= first_exposure AND t < first_exposure + toIntervalSecond({seconds})")
-        }
-        None => "t >= first_exposure".to_owned(),
-    };
-    let (variant, having) = entity_variant(plan);
-    let per_entity = |columns: String| {
-        format!(
-            "per_entity AS (SELECT {variant} AS variant, {columns} FROM marked \
-             WHERE first_exposure IS NOT NULL GROUP BY entity{having})"
-        )
-    };
-    let text = match &plan.body {
-        Body::Mean {
-            side,
-            lower,
-            upper,
-            ignore_zeros,
-        } => {
-            let per_entity = per_entity(format!(
-                "{} AS value",
-                side.aggregate_sql(&format!("if({counts}, value, NULL)"))
-            ));
-            if lower.is_none() && upper.is_none() {
-                format!(
-                    "WITH {rows}, {marked}, {per_entity} \
-                     SELECT variant, count() AS n, sum(value) AS sum, sum(value * value) AS sum_squares \
-                     FROM per_entity GROUP BY variant ORDER BY variant LIMIT {ROWS}"
-                )
-            } else {
-                // PostHog: `ignore_zeros` leaves zeros out of the upper quantile only; the lower
-                // bound (and a `max` upper bound) read every entity's value.
-                let lo = match lower {
-                    Some(level) => format!("quantile({level:?})(value)"),
-                    None => "min(value)".to_owned(),
-                };
-                let hi = match upper {
-                    Some(level) if *ignore_zeros => {
-                        format!("quantile({level:?})(if(value != 0, value, NULL))")
-                    }
-                    Some(level) => format!("quantile({level:?})(value)"),
-                    None => "max(value)".to_owned(),
-                };
-                format!(
-                    "WITH {rows}, {marked}, {per_entity}, \
-                     bounds AS (SELECT {lo} AS lo, {hi} AS hi FROM per_entity), \
-                     clamped AS (SELECT per_entity.variant AS variant, \
-                     least(greatest(per_entity.value, coalesce(bounds.lo, per_entity.value)), \
-                     coalesce(bounds.hi, per_entity.value)) AS value \
-                     FROM per_entity CROSS JOIN bounds) \
-                     SELECT variant, count() AS n, sum(value) AS sum, sum(value * value) AS sum_squares \
-                     FROM clamped GROUP BY variant ORDER BY variant LIMIT {ROWS}"
-                )
-            }
-        }
-        Body::Ratio {
-            numerator,
-            denominator,
-        } => format!(
-            "WITH {rows}, {marked}, {} \
-             SELECT variant, count() AS n, sum(value) AS sum, sum(value * value) AS sum_squares, \
-             sum(denominator) AS denominator_sum, \
-             sum(denominator * denominator) AS denominator_sum_squares, \
-             sum(value * denominator) AS numerator_denominator_sum_product \
-             FROM per_entity GROUP BY variant ORDER BY variant LIMIT {ROWS}",
-            per_entity(format!(
-                "{} AS value, {} AS denominator",
-                numerator.aggregate_sql(&format!("if({counts}, value, NULL)")),
-                denominator.aggregate_sql(&format!("if({counts}, denominator, NULL)")),
-            )),
-        ),
-        Body::Funnel { steps, order } => {
-            let count = steps.len();
-            // The series alone (events outside the entity's window match no step); an entity
-            // with no matching event gets NULL, i.e. only step 0.
-            let reached = format!(
-                "1 + coalesce(arrayElement(aggregateFunnel({count}, {window}, {order}, \
-                 t, if({counts}, steps, 0), 0), 1), -1)",
-                window = window.unwrap_or(DEFAULT_FUNNEL_WINDOW_SECONDS),
-                order = sql_text::string(order.name()),
-            );
-            let step_counts: String = (1..=count)
-                .map(|step| format!(", countIf(reached >= {step}) AS step_{step}"))
-                .collect();
-            format!(
-                "WITH {rows}, {marked}, {} \
-                 SELECT variant, count() AS n, countIf(reached >= {count}) AS sum, \
-                 countIf(reached >= {count}) AS sum_squares{step_counts} \
-                 FROM per_entity GROUP BY variant ORDER BY variant LIMIT {ROWS}",
-                per_entity(format!("{reached} AS reached")),
-            )
-        }
-    };
-    Ok(text)
-}
-
-/// Every event that is an exposure or a metric event, once: `entity`, `t`, `ev` (the variant of
-/// an exposure with one of the experiment's variants, else NULL) and the metric's columns
-/// (`value` and `denominator`, NULL on events that are not the side's; or the funnel's `steps`).
-fn rows_cte(plan: &Plan) -> String {
-    let (columns, metric_condition) = match &plan.body {
-        Body::Mean { side, .. } => (
-            format!("if({}, {}, NULL) AS value", side.condition, side.value),
-            side.condition.clone(),
-        ),
+    let exposures = exposures_cte(plan, window);
+    // Metric events: one scan, filtered by the events' own conditions before the join.
+    let (columns, rows_condition) = match &plan.body {
+        Body::Mean { side, .. } => (format!("{} AS value", side.value), side.condition.clone()),
         Body::Ratio {
             numerator,
             denominator,
@@ -523,34 +402,107 @@ fn rows_cte(plan: &Plan) -> String {
             )
         }
     };
-    // The inner query reads each JSON property once per candidate row (`exposure_variant` is
-    // used twice above it, so DataFusion keeps it a column rather than inlining it twice).
-    let names: Vec<&str> = match &plan.body {
-        Body::Mean { .. } => vec!["value"],
-        Body::Ratio { .. } => vec!["value", "denominator"],
-        Body::Funnel { .. } => vec!["steps"],
-    };
-    format!(
-        "rows AS (SELECT entity, t, if(is_exposure AND exposure_variant IN ({keys}), \
-         exposure_variant, NULL) AS ev, {names} FROM (\
-         SELECT {entity} AS entity, timestamp AS t, ({exposure}) AS is_exposure, \
-         {variant} AS exposure_variant, {columns} \
-         FROM events WHERE timestamp >= {start} AND timestamp <= {until} \
-         AND ({exposure_event} OR {metric_condition})))",
+    let metric_events = format!(
+        "SELECT {entity} AS entity, timestamp, {columns} FROM events \
+         WHERE {rows_condition} AND timestamp >= {start} AND timestamp <= {until}",
         entity = plan.entity,
-        exposure = plan.exposure,
-        exposure_event = plan.exposure_event,
-        variant = plan.variant,
-        keys = plan.variant_keys.join(", "),
-        names = names.join(", "),
         start = sql_datetime(plan.start),
         until = sql_datetime(plan.until),
-    )
+    );
+    let window_condition = if window.is_some() {
+        " AND m.timestamp < x.window_end"
+    } else {
+        ""
+    };
+    let join = format!(
+        "FROM exposures AS x LEFT JOIN ({metric_events}) AS m ON m.entity = x.entity \
+         AND m.timestamp >= x.first_exposure{window_condition} GROUP BY x.entity, x.variant"
+    );
+    let text = match &plan.body {
+        Body::Mean {
+            side,
+            lower,
+            upper,
+            ignore_zeros,
+        } => {
+            let per_entity = format!(
+                "per_entity AS (SELECT x.variant AS variant, {} AS value {join})",
+                side.aggregate_sql("m.value")
+            );
+            if lower.is_none() && upper.is_none() {
+                format!(
+                    "WITH {exposures}, {per_entity} \
+                     SELECT variant, count() AS n, sum(value) AS sum, sum(value * value) AS sum_squares \
+                     FROM per_entity GROUP BY variant ORDER BY variant LIMIT {ROWS}"
+                )
+            } else {
+                // PostHog: `ignore_zeros` leaves zeros out of the upper quantile only; the lower
+                // bound (and a `max` upper bound) read every entity's value.
+                let lo = match lower {
+                    Some(level) => format!("quantile({level:?})(value)"),
+                    None => "min(value)".to_owned(),
+                };
+                let hi = match upper {
+                    Some(level) if *ignore_zeros => {
+                        format!("quantile({level:?})(if(value != 0, value, NULL))")
+                    }
+                    Some(level) => format!("quantile({level:?})(value)"),
+                    None => "max(value)".to_owned(),
+                };
+                format!(
+                    "WITH {exposures}, {per_entity}, \
+                     bounds AS (SELECT {lo} AS lo, {hi} AS hi FROM per_entity), \
+                     clamped AS (SELECT per_entity.variant AS variant, \
+                     least(greatest(per_entity.value, coalesce(bounds.lo, per_entity.value)), \
+                     coalesce(bounds.hi, per_entity.value)) AS value \
+                     FROM per_entity CROSS JOIN bounds) \
+                     SELECT variant, count() AS n, sum(value) AS sum, sum(value * value) AS sum_squares \
+                     FROM clamped GROUP BY variant ORDER BY variant LIMIT {ROWS}"
+                )
+            }
+        }
+        Body::Ratio {
+            numerator,
+            denominator,
+        } => format!(
+            "WITH {exposures}, \
+             per_entity AS (SELECT x.variant AS variant, {} AS value, {} AS denominator {join}) \
+             SELECT variant, count() AS n, sum(value) AS sum, sum(value * value) AS sum_squares, \
+             sum(denominator) AS denominator_sum, \
+             sum(denominator * denominator) AS denominator_sum_squares, \
+             sum(value * denominator) AS numerator_denominator_sum_product \
+             FROM per_entity GROUP BY variant ORDER BY variant LIMIT {ROWS}",
+            numerator.aggregate_sql("m.value"),
+            denominator.aggregate_sql("m.denominator"),
+        ),
+        Body::Funnel { steps, order } => {
+            let count = steps.len();
+            // The series alone; an entity with no matching event is NULL, i.e. only step 0.
+            let reached = format!(
+                "1 + coalesce(arrayElement(aggregateFunnel({count}, {window}, {order}, \
+                 coalesce(m.timestamp, x.first_exposure), coalesce(m.steps, 0), 0), 1), -1)",
+                window = window.unwrap_or(DEFAULT_FUNNEL_WINDOW_SECONDS),
+                order = sql_text::string(order.name()),
+            );
+            let step_counts: String = (1..=count)
+                .map(|step| format!(", countIf(reached >= {step}) AS step_{step}"))
+                .collect();
+            format!(
+                "WITH {exposures}, \
+                 per_entity AS (SELECT x.variant AS variant, {reached} AS reached {join}) \
+                 SELECT variant, count() AS n, countIf(reached >= {count}) AS sum, \
+                 countIf(reached >= {count}) AS sum_squares{step_counts} \
+                 FROM per_entity GROUP BY variant ORDER BY variant LIMIT {ROWS}"
+            )
+        }
+    };
+    Ok(text)
 }
 
-/// The variant of an exposed entity (aggregated over its `ev`) and the HAVING that drops the
-/// entities left out.
-fn entity_variant(plan: &Plan) -> (String, String) {
+/// One row per exposed entity: `entity`, `variant`, `first_exposure` and, with a window,
+/// `window_end`.
+fn exposures_cte(plan: &Plan, window: Option<u64>) -> String {
+    // The inner query reads each property once per event; the outer one aggregates.
     // Outlier bounds are PostHog's quantiles over every exposed entity, `$multiple` ones included
     // (PostHog drops them after its query): then they stay as a variant of their own here, which
     // the assembly leaves out. Otherwise they are dropped at once.
@@ -558,26 +510,29 @@ fn entity_variant(plan: &Plan) -> (String, String) {
         plan.body,
         Body::Mean { lower, upper, .. } if lower.is_some() || upper.is_some()
     );
+    let keep_multiple = format!(
+        "if(min(exposure_variant) = max(exposure_variant), min(exposure_variant), {})",
+        sql_text::string(MULTIPLE)
+    );
     let (pick, mut having) = match plan.handling {
-        MultipleVariantHandling::Exclude if pools_multiple => (
-            format!(
-                "if(min(ev) = max(ev), min(ev), {})",
-                sql_text::string(MULTIPLE)
-            ),
-            vec![],
+        MultipleVariantHandling::Exclude if pools_multiple => (keep_multiple.as_str(), vec![]),
+        MultipleVariantHandling::Exclude => (
+            "min(exposure_variant)",
+            vec!["min(exposure_variant) = max(exposure_variant)".to_owned()],
         ),
-        MultipleVariantHandling::Exclude => {
-            ("min(ev)".to_owned(), vec!["min(ev) = max(ev)".to_owned()])
+        MultipleVariantHandling::FirstSeen => ("argMin(exposure_variant, exposure_time)", vec![]),
+    };
+    let window_end = match window {
+        Some(seconds) => {
+            format!(", min(exposure_time) + toIntervalSecond({seconds}) AS window_end")
         }
-        MultipleVariantHandling::FirstSeen => {
-            ("argMinIf(ev, t, ev IS NOT NULL)".to_owned(), vec![])
-        }
+        None => String::new(),
     };
     if plan.matured_only
         && let Some(seconds) = plan.window_seconds
     {
         having.push(format!(
-            "min(first_exposure) + toIntervalSecond({seconds}) <= {}",
+            "min(exposure_time) + toIntervalSecond({seconds}) <= {}",
             sql_datetime(plan.until)
         ));
     }
@@ -586,5 +541,15 @@ fn entity_variant(plan: &Plan) -> (String, String) {
     } else {
         format!(" HAVING {}", having.join(" AND "))
     };
-    (pick, having)
+    format!(
+        "exposures AS (SELECT exposure_entity AS entity, {pick} AS variant, \
+         min(exposure_time) AS first_exposure{window_end} FROM (\
+         SELECT {entity} AS exposure_entity, {variant} AS exposure_variant, timestamp AS exposure_time \
+         FROM events WHERE {where_clause}) \
+         WHERE exposure_variant IN ({keys}) GROUP BY exposure_entity{having})",
+        entity = plan.entity,
+        variant = plan.variant,
+        where_clause = plan.exposure,
+        keys = plan.variant_keys.join(", "),
+    )
 }
