@@ -291,6 +291,15 @@ impl Session {
             Err(_) => return Err(QueryError::Timeout),
         };
         let batches: Vec<RecordBatch> = batches;
+        // The plan with each operator's rows and time, for finding what a slow query spends on.
+        if tracing::enabled!(target: "engine::plan", tracing::Level::DEBUG) {
+            let shown = datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(
+                physical.as_ref(),
+            )
+            .indent(true)
+            .to_string();
+            tracing::debug!(target: "engine::plan", "executed plan:\n{shown}");
+        }
         let executed = started.elapsed().as_secs_f64() - planned;
         let schema = physical.schema();
         let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
