@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use api_tests::World;
 use axum::http::{Method, StatusCode};
 use chrono::{Duration, Utc};
-use cohorts::Cohort;
+use cohort_core::Cohort;
 use common::activity::Actor;
 use common::jobs::JobContext;
 use serde_json::{Value, json};
@@ -34,7 +34,7 @@ async fn create_cohort(world: &World, name: &str, fields: Value) -> Cohort {
         body.extend(fields);
     }
     let cohort: Cohort = serde_json::from_value(body).unwrap();
-    cohorts::repository::create(
+    cohort_core::repository::create(
         world.backend.state.store.as_ref(),
         world.bootstrap.project.id,
         cohort,
@@ -47,7 +47,8 @@ async fn create_cohort(world: &World, name: &str, fields: Value) -> Cohort {
 }
 
 fn definition(properties: Value) -> Value {
-    let filters = cohorts::Filters::parse(&json!({"properties": properties}), "filters").unwrap();
+    let filters =
+        cohort_core::Filters::parse(&json!({"properties": properties}), "filters").unwrap();
     json!({"filters": filters})
 }
 
@@ -81,7 +82,7 @@ async fn calculate(world: &World, cohort_id: i64) -> Value {
     let state = &world.backend.state;
     let job = state
         .jobs
-        .get(cohorts::calculation::JOB)
+        .get(cohort_core::calculation::JOB)
         .expect("registered");
     let project = world.bootstrap.project.id;
     let context = JobContext {
@@ -99,7 +100,7 @@ async fn run_scheduled(world: &World) -> Value {
     let state = &world.backend.state;
     let job = state
         .jobs
-        .get(cohorts::calculation::JOB)
+        .get(cohort_core::calculation::JOB)
         .expect("registered");
     let context = JobContext {
         run_id: Uuid::now_v7(),
@@ -112,7 +113,7 @@ async fn run_scheduled(world: &World) -> Value {
 }
 
 async fn stored(world: &World, id: i64) -> Cohort {
-    cohorts::repository::get_live(
+    cohort_core::repository::get_live(
         world.backend.state.store.as_ref(),
         world.bootstrap.project.id,
         id,
@@ -189,7 +190,7 @@ async fn cohort_filters_and_calculation() {
         assert_eq!(person.len(), 4, "{name} {ids}");
 
         let fixed = create_cohort(&world, "static", json!({"is_static": true})).await;
-        cohorts::members::add(
+        cohort_core::members::add(
             store.as_ref(),
             project,
             fixed.id,
@@ -385,7 +386,7 @@ async fn cohort_filters_and_calculation() {
         // A new static member is never answered from the cache.
         let before = viewers(&world, &key, cohort_filter(fixed.id, json!({}))).await;
         assert_eq!(before, set(&["alice", "carol"]), "{name}");
-        cohorts::members::add(store.as_ref(), project, fixed.id, &[person["dave"]])
+        cohort_core::members::add(store.as_ref(), project, fixed.id, &[person["dave"]])
             .await
             .unwrap();
         assert_eq!(
@@ -418,7 +419,7 @@ async fn cohort_filters_and_calculation() {
         // The calculation: a behavioural cohort's members and count.
         let output = calculate(&world, month.id).await;
         assert_eq!(output["count"], json!(3), "{name} {output}");
-        let members: BTreeSet<Uuid> = cohorts::members::list(store.as_ref(), project, month.id)
+        let members: BTreeSet<Uuid> = cohort_core::members::list(store.as_ref(), project, month.id)
             .await
             .unwrap()
             .into_iter()
@@ -440,7 +441,7 @@ async fn cohort_filters_and_calculation() {
             "{name}"
         );
         assert_eq!(
-            cohorts::members::list(store.as_ref(), project, nested.id)
+            cohort_core::members::list(store.as_ref(), project, nested.id)
                 .await
                 .unwrap(),
             vec![person["bob"]],
@@ -490,13 +491,13 @@ async fn cohort_filters_and_calculation() {
                 {"type": "cohort", "key": "id", "value": doomed.id}]})),
         )
         .await;
-        let read = cohorts::repository::get(store.as_ref(), project, doomed.id)
+        let read = cohort_core::repository::get(store.as_ref(), project, doomed.id)
             .await
             .unwrap()
             .unwrap();
         let mut deleted = read.cohort.clone();
         deleted.deleted = true;
-        cohorts::repository::save(
+        cohort_core::repository::save(
             store.as_ref(),
             project,
             &read,

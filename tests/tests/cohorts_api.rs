@@ -131,7 +131,7 @@ async fn create_validates_and_renders_the_serializer_shape() {
         let runs = JobRun::list(
             world.backend.state.store.as_ref(),
             Some(world.bootstrap.project.id),
-            Some(cohorts::calculation::JOB),
+            Some(cohort_core::calculation::JOB),
             10,
         )
         .await
@@ -311,7 +311,7 @@ async fn list_retrieve_update_soft_delete_and_restore() {
         let runs = JobRun::list(
             world.backend.state.store.as_ref(),
             Some(world.bootstrap.project.id),
-            Some(cohorts::calculation::JOB),
+            Some(cohort_core::calculation::JOB),
             10,
         )
         .await
@@ -664,7 +664,7 @@ async fn exposure_cohort_for_an_experiment() {
         let runs = JobRun::list(
             world.backend.state.store.as_ref(),
             Some(world.bootstrap.project.id),
-            Some(cohorts::calculation::JOB),
+            Some(cohort_core::calculation::JOB),
             10,
         )
         .await

@@ -8,7 +8,7 @@ use api_tests::{World, error_shape, respond};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chrono::Utc;
-use cohorts::Cohort;
+use cohort_core::Cohort;
 use common::activity::Actor;
 use common::models::person;
 use serde_json::{Value, json};
@@ -22,7 +22,7 @@ fn cohort(name: &str, filters: Option<Value>, is_static: bool) -> Cohort {
 }
 
 async fn create_cohort(world: &World, cohort: Cohort) -> i64 {
-    cohorts::repository::create(
+    cohort_core::repository::create(
         world.backend.state.store.as_ref(),
         world.bootstrap.project.id,
         cohort,
@@ -39,13 +39,13 @@ async fn create_cohort(world: &World, cohort: Cohort) -> i64 {
 async fn change_cohort(world: &World, id: i64, change: impl FnOnce(&mut Cohort)) {
     let store = world.backend.state.store.as_ref();
     let project = world.bootstrap.project.id;
-    let stored = cohorts::repository::get(store, project, id)
+    let stored = cohort_core::repository::get(store, project, id)
         .await
         .unwrap()
         .unwrap();
     let mut next = stored.cohort.clone();
     change(&mut next);
-    cohorts::repository::save(store, project, &stored, next, &Actor::system(), Utc::now())
+    cohort_core::repository::save(store, project, &stored, next, &Actor::system(), Utc::now())
         .await
         .unwrap();
     feature_flags::cache::cohorts_changed(&world.backend.state, project);
@@ -137,7 +137,7 @@ async fn cohort_conditions_validate_evaluate_and_feed_local_evaluation() {
         )
         .await;
         let hand_picked = create_cohort(&world, cohort("hand picked", None, true)).await;
-        cohorts::members::add(
+        cohort_core::members::add(
             store,
             project,
             hand_picked,
@@ -156,7 +156,7 @@ async fn cohort_conditions_validate_evaluate_and_feed_local_evaluation() {
             cohort.last_calculation = Some(Utc::now());
         })
         .await;
-        cohorts::members::add(
+        cohort_core::members::add(
             store,
             project,
             calculated,
@@ -282,7 +282,7 @@ async fn cohort_conditions_validate_evaluate_and_feed_local_evaluation() {
         );
 
         // Membership is read per request; a definition change reaches the cache at once.
-        cohorts::members::add(
+        cohort_core::members::add(
             store,
             project,
             hand_picked,

@@ -20,7 +20,7 @@ fn family_routes(family: &str) -> axum::Router<common::AppState> {
         "query" => query::router(),
         "flags" => flags::router(),
         "experiments" => experiments::router(),
-        "cohorts" => cohorts_fn::router(),
+        "cohorts" => cohorts::router(),
         other => panic!("events/{other}/ names no known route family"),
     }
 }

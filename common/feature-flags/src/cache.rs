@@ -73,7 +73,7 @@ pub async fn project_flags(
         .iter()
         .any(|flag| !cohort_conditions::named_by(&flag.filters).is_empty());
     let cohorts = if names_cohorts {
-        cohorts::repository::list_live(store, team_id).await?
+        cohort_core::repository::list_live(store, team_id).await?
     } else {
         Vec::new()
     };

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use cohorts::Cohort;
+use cohort_core::Cohort;
 use common::error::ApiError;
 use serde_json::Value;
 

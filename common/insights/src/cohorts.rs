@@ -19,11 +19,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ::cohorts::Cohort;
-use ::cohorts::definition::{
+use chrono::{DateTime, Duration, Months, Utc};
+use cohort_core::Cohort;
+use cohort_core::definition::{
     Behavior, BehavioralFilter, CountOperator, Node, PersonFilter, TimeInterval,
 };
-use chrono::{DateTime, Duration, Months, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;

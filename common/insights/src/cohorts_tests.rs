@@ -19,7 +19,7 @@ fn stored(id: i64, body: Value) -> CohortSpec {
 }
 
 fn dynamic(id: i64, properties: Value) -> CohortSpec {
-    let filters = ::cohorts::Filters::parse(&json!({"properties": properties}), "filters")
+    let filters = cohort_core::Filters::parse(&json!({"properties": properties}), "filters")
         .expect("definition");
     stored(id, json!({"filters": filters}))
 }

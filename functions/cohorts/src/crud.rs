@@ -4,8 +4,8 @@
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use cohorts::repository::{self, WriteError};
-use cohorts::service::{self, CohortBody};
+use cohort_core::repository::{self, WriteError};
+use cohort_core::service::{self, CohortBody};
 use common::activity::Actor;
 use common::error::ApiResult;
 use common::http::Json;

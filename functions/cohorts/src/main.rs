@@ -1,4 +1,4 @@
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    common::lambda::run(cohorts_fn::router).await
+    common::lambda::run(cohorts::router).await
 }

@@ -4,8 +4,8 @@
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use cohorts::repository::{self, SCOPE};
-use cohorts::{Cohort, members};
+use cohort_core::repository::{self, SCOPE};
+use cohort_core::{Cohort, members};
 use common::activity::{Actor, Record};
 use common::error::{ApiError, ApiResult};
 use common::http::Json;

@@ -2,7 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use cohorts::repository;
+use cohort_core::repository;
 use common::activity::{self, ActivityPage};
 use common::error::{ApiError, ApiResult};
 use common::{AppState, Authenticated};

@@ -1,7 +1,7 @@
 //! What every route of the family shares: scopes, ids, loading and rendering a cohort.
 
-use cohorts::Cohort;
-use cohorts::repository::{self, Stored, WriteError};
+use cohort_core::Cohort;
+use cohort_core::repository::{self, Stored, WriteError};
 use common::error::{ApiError, ApiResult};
 use common::models::{Scope, User};
 use common::store::Store;
@@ -48,7 +48,7 @@ pub async fn render(store: &dyn Store, cohort: &Cohort) -> ApiResult<Value> {
         Some(uuid) => User::load(store, uuid).await?,
         None => None,
     };
-    Ok(cohorts::render::cohort(
+    Ok(cohort_core::render::cohort(
         cohort,
         creator
             .as_ref()

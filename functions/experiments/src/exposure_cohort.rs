@@ -6,8 +6,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use cohorts::repository::{self as cohort_store, WriteError};
-use cohorts::{Cohort, Filters};
+use cohort_core::repository::{self as cohort_store, WriteError};
+use cohort_core::{Cohort, Filters};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::store::{self, Condition, Item, WriteOp};
@@ -93,8 +93,8 @@ pub async fn create(
         match cohort_store::create(store, project.id, cohort, &actor, at, link).await {
             Ok(created) => {
                 feature_flags::cache::cohorts_changed(&state, project.id);
-                let created = cohorts::service::queue_calculation(&state, created).await;
-                let rendered = cohorts::render::cohort(
+                let created = cohort_core::service::queue_calculation(&state, created).await;
+                let rendered = cohort_core::render::cohort(
                     &created,
                     feature_flags::render::user_basic(&auth.user),
                 );

@@ -12,7 +12,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use cohorts::definition::Node;
+use cohort_core::definition::Node;
 use common::error::{ApiError, ApiResult};
 use common::models::{Project, Scope};
 use common::project_tokens::{self, TokenError};

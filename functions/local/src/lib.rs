@@ -17,7 +17,7 @@ pub fn routes() -> Router<AppState> {
         .merge(query::router())
         .merge(flags::router())
         .merge(experiments::router())
-        .merge(cohorts_fn::router())
+        .merge(cohorts::router())
 }
 
 /// The app `analytics serve` runs, with every job registered so runs queued by name (an

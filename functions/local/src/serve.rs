@@ -86,7 +86,7 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
     let cohorts = tokio::spawn(common::jobs::schedule::every(
         state.clone(),
         ScheduledJob {
-            job: cohorts::calculation::JOB.into(),
+            job: cohort_core::calculation::JOB.into(),
             team_id: None,
             payload: serde_json::Value::Null,
         },

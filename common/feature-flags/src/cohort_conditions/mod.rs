@@ -15,15 +15,15 @@ pub mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cohorts::Cohort;
-use cohorts::definition::{Node, PersonFilter};
+use cohort_core::Cohort;
+use cohort_core::definition::{Node, PersonFilter};
 use serde_json::{Map, Value};
 
 use crate::EvaluationError;
 use crate::matching::PropertyMatcher;
 use crate::model::{Operator, PropertyFilter, PropertyKind};
 
-/// How deep cohorts may name cohorts (the cohorts crate refuses deeper chains when they are
+/// How deep cohorts may name cohorts (`cohort-core` refuses deeper chains when they are
 /// written); a stored cycle is inconclusive rather than endless.
 const MAX_DEPTH: usize = 12;
 

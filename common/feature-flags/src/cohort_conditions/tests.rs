@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::model::FlagFilters;
 use crate::validate::{self, Context};
 use crate::{Evaluation, EvaluationError, FeatureFlag, PreparedFlags, Subject};
-use cohorts::Cohort;
+use cohort_core::Cohort;
 
 fn cohort(id: i64, name: &str, filters: Option<Value>) -> Cohort {
     serde_json::from_value(json!({

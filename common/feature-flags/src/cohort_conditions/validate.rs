@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cohorts::Cohort;
-use cohorts::definition::Node;
+use cohort_core::Cohort;
+use cohort_core::definition::Node;
 use common::error::ApiError;
 
 use super::cohort_id;

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use cohorts::Cohort;
-use cohorts::definition::Node;
+use cohort_core::Cohort;
+use cohort_core::definition::Node;
 
 use crate::FeatureFlag;
 use crate::cohort_conditions::PreparedCohorts;

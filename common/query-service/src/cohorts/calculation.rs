@@ -1,6 +1,6 @@
 //! The `cohort_calculation` job (queued by the cohorts family): a dynamic cohort's members are
 //! `SELECT id FROM persons WHERE <membership(cohort, "id")>` over the event lake as of the
-//! clock's now, stored with `cohorts::members::replace`, then `count` and `last_calculation`
+//! clock's now, stored with `cohort_core::members::replace`, then `count` and `last_calculation`
 //! set. A static cohort is only recounted. A failing query counts an error on the cohort
 //! (`errors_calculating`, `last_error_at`); an engine-internal failure is retried as well.
 
@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use cohorts::Cohort;
-use cohorts::calculation::{JOB, Request};
+use cohort_core::Cohort;
+use cohort_core::calculation::{JOB, Request};
 use common::AppState;
 use common::jobs::{Job, JobContext, JobError};
 use common::models::Project;
@@ -58,7 +58,7 @@ async fn queue_behavioral(state: &AppState) -> Result<Value, JobError> {
         .map_err(JobError::failed)?;
     let mut queued = Vec::new();
     for team_id in teams {
-        for cohort in cohorts::repository::list_live(state.store.as_ref(), team_id).await? {
+        for cohort in cohort_core::repository::list_live(state.store.as_ref(), team_id).await? {
             if cohort.is_static || !cohort.is_behavioral() {
                 continue;
             }
@@ -90,14 +90,14 @@ pub fn register(state: &AppState) {
 /// output). A cohort that is gone is nothing to do.
 pub async fn calculate(state: &AppState, team_id: i64, cohort_id: i64) -> Result<Value, JobError> {
     let store = state.store.as_ref();
-    let Some(cohort) = cohorts::repository::get_live(store, team_id, cohort_id).await? else {
+    let Some(cohort) = cohort_core::repository::get_live(store, team_id, cohort_id).await? else {
         return Ok(json!({"ran": false, "reason": "no such cohort"}));
     };
     let Some(project) = Project::load(store, team_id).await? else {
         return Ok(json!({"ran": false, "reason": "no such project"}));
     };
     if cohort.is_static {
-        let count = cohorts::members::list(store, team_id, cohort_id)
+        let count = cohort_core::members::list(store, team_id, cohort_id)
             .await?
             .len();
         record_success(state, team_id, cohort_id, count).await?;
@@ -105,7 +105,7 @@ pub async fn calculate(state: &AppState, team_id: i64, cohort_id: i64) -> Result
     }
     match members(state, &project, &cohort).await {
         Ok(persons) => {
-            cohorts::members::replace(store, team_id, cohort_id, &persons).await?;
+            cohort_core::members::replace(store, team_id, cohort_id, &persons).await?;
             record_success(state, team_id, cohort_id, persons.len()).await?;
             Ok(json!({"ran": true, "count": persons.len()}))
         }
@@ -148,10 +148,15 @@ async fn bookkeeping(
     cohort_id: i64,
     change: impl Fn(&mut Cohort),
 ) -> Result<(), StoreError> {
-    cohorts::repository::update_bookkeeping(state.store.as_ref(), team_id, cohort_id, |mut c| {
-        change(&mut c);
-        Ok(c)
-    })
+    cohort_core::repository::update_bookkeeping(
+        state.store.as_ref(),
+        team_id,
+        cohort_id,
+        |mut c| {
+            change(&mut c);
+            Ok(c)
+        },
+    )
     .await
     .map(|_| ())
 }

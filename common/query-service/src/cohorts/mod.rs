@@ -138,14 +138,19 @@ pub async fn load(
         if !seen.insert(id) || seen.len() > MAX_COHORTS {
             continue;
         }
-        let Some(cohort) = cohorts::repository::get_live(store, team_id, id).await? else {
+        let Some(cohort) = cohort_core::repository::get_live(store, team_id, id).await? else {
             continue;
         };
         let members = match cohort.is_static {
-            true => Some(cohorts::members::list(store, team_id, id).await?),
+            true => Some(cohort_core::members::list(store, team_id, id).await?),
             false => None,
         };
-        todo.extend(cohort.filters.iter().flat_map(cohorts::Filters::cohort_ids));
+        todo.extend(
+            cohort
+                .filters
+                .iter()
+                .flat_map(cohort_core::Filters::cohort_ids),
+        );
         cohorts.insert(id, CohortSpec { cohort, members });
     }
     Ok(cohorts)
@@ -175,7 +180,7 @@ pub fn digest(cohorts: &Cohorts) -> String {
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
-    use cohorts::Cohort;
+    use cohort_core::Cohort;
     use common::activity::Actor;
     use common::testing::TestState;
     use serde_json::json;
@@ -189,7 +194,7 @@ mod tests {
             body.extend(fields);
         }
         let cohort: Cohort = serde_json::from_value(body).expect("cohort");
-        cohorts::repository::create(
+        cohort_core::repository::create(
             state.store.as_ref(),
             1,
             cohort,
@@ -206,10 +211,10 @@ mod tests {
         let state = TestState::embedded().await.state;
         let fixed = create(&state, json!({"is_static": true})).await;
         let person = Uuid::now_v7();
-        cohorts::members::add(state.store.as_ref(), 1, fixed.id, &[person])
+        cohort_core::members::add(state.store.as_ref(), 1, fixed.id, &[person])
             .await
             .expect("added");
-        let filters = cohorts::Filters::parse(
+        let filters = cohort_core::Filters::parse(
             &json!({"properties": {"type": "AND", "values": [
                 {"type": "cohort", "key": "id", "value": fixed.id}]}}),
             "filters",
@@ -225,7 +230,7 @@ mod tests {
         assert_eq!(loaded[&fixed.id].members, Some(vec![person]));
         assert_eq!(loaded[&dynamic.id].members, None);
         let before = digest(&loaded);
-        cohorts::members::add(state.store.as_ref(), 1, fixed.id, &[Uuid::now_v7()])
+        cohort_core::members::add(state.store.as_ref(), 1, fixed.id, &[Uuid::now_v7()])
             .await
             .expect("added");
         let after = digest(&load(&state, 1, [dynamic.id]).await.expect("loaded"));

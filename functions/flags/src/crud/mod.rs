@@ -8,7 +8,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use cohorts::Cohort;
+use cohort_core::Cohort;
 use common::activity::{self, ActivityPage, Actor};
 use common::error::{ApiError, ApiResult, ErrorType};
 use common::http::Json;
@@ -60,7 +60,7 @@ async fn cohorts_for(
     if !validate::names_cohorts(filters) {
         return Ok(Vec::new());
     }
-    Ok(cohorts::repository::list_live(store, team_id).await?)
+    Ok(cohort_core::repository::list_live(store, team_id).await?)
 }
 
 /// `:id` of a flag; anything but an integer names no flag.

@@ -19,7 +19,7 @@ pub async fn read(
         return Ok(BTreeSet::new());
     };
     let checks = cohorts.iter().map(|&id| async move {
-        cohorts::members::contains(store, team_id, id, person)
+        cohort_core::members::contains(store, team_id, id, person)
             .await
             .map(|member| member.then_some(id))
     });
