@@ -45,11 +45,9 @@ pub async fn list(
     team_id: i64,
     cohort_id: i64,
 ) -> Result<Vec<Uuid>, StoreError> {
-    store::query_prefix(store, &members_pk(team_id, cohort_id), PERSON_PREFIX)
-        .await?
-        .iter()
-        .map(|item| item.parse::<Member>().map(|member| member.person))
-        .collect()
+    let members: Vec<Member> =
+        store::list_prefix(store, &members_pk(team_id, cohort_id), PERSON_PREFIX).await?;
+    Ok(members.into_iter().map(|member| member.person).collect())
 }
 
 /// Adds `persons` (already-members are kept as they are); the number of members afterwards.

@@ -50,11 +50,7 @@ pub enum WriteError {
 
 /// Every cohort of a project, deleted ones included, in id order.
 pub async fn list_all(store: &dyn Store, team_id: i64) -> Result<Vec<Cohort>, StoreError> {
-    store::query_prefix(store, &team_pk(team_id), COHORT_PREFIX)
-        .await?
-        .iter()
-        .map(|item| item.parse::<Cohort>())
-        .collect()
+    store::list_prefix(store, &team_pk(team_id), COHORT_PREFIX).await
 }
 
 /// Every cohort of a project that is not deleted, in id order.
@@ -66,12 +62,10 @@ pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<Cohort>, S
 
 /// One cohort, deleted or not.
 pub async fn get(store: &dyn Store, team_id: i64, id: i64) -> Result<Option<Stored>, StoreError> {
-    let Some(item) = store.get(&team_pk(team_id), &cohort_sk(id)).await? else {
-        return Ok(None);
-    };
-    Ok(Some(Stored {
-        cohort: item.parse()?,
-        item_version: item.version,
+    let stored = store::get_versioned(store, &team_pk(team_id), &cohort_sk(id)).await?;
+    Ok(stored.map(|(cohort, item_version)| Stored {
+        cohort,
+        item_version,
     }))
 }
 

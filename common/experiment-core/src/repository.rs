@@ -36,11 +36,7 @@ pub struct Stored {
 
 /// Every experiment of a project, deleted ones included, in id order.
 pub async fn list_all(store: &dyn Store, team_id: i64) -> Result<Vec<Experiment>, StoreError> {
-    store::query_prefix(store, &team_pk(team_id), EXPERIMENT_PREFIX)
-        .await?
-        .iter()
-        .map(|item| item.parse::<Experiment>())
-        .collect()
+    store::list_prefix(store, &team_pk(team_id), EXPERIMENT_PREFIX).await
 }
 
 /// Every experiment of a project that is not deleted, in id order.
@@ -52,12 +48,10 @@ pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<Experiment
 
 /// One experiment, deleted or not.
 pub async fn get(store: &dyn Store, team_id: i64, id: i64) -> Result<Option<Stored>, StoreError> {
-    let Some(item) = store.get(&team_pk(team_id), &experiment_sk(id)).await? else {
-        return Ok(None);
-    };
-    Ok(Some(Stored {
-        experiment: item.parse()?,
-        item_version: item.version,
+    let stored = store::get_versioned(store, &team_pk(team_id), &experiment_sk(id)).await?;
+    Ok(stored.map(|(experiment, item_version)| Stored {
+        experiment,
+        item_version,
     }))
 }
 

@@ -168,19 +168,14 @@ pub async fn list_results(
     metric_uuid: &str,
     fingerprint: Option<&str>,
 ) -> Result<Vec<MetricResult>, StoreError> {
-    let items = store::query_prefix(
+    let mut results: Vec<MetricResult> = store::list_prefix(
         store,
         &team_pk(team_id),
         &result_prefix(experiment_id, metric_uuid),
     )
     .await?;
-    let mut results = Vec::with_capacity(items.len());
-    for item in &items {
-        let result: MetricResult = item.parse()?;
-        if fingerprint.is_none_or(|fingerprint| result.fingerprint == fingerprint) {
-            results.push(result);
-        }
-    }
+    results
+        .retain(|result| fingerprint.is_none_or(|fingerprint| result.fingerprint == fingerprint));
     Ok(results)
 }
 

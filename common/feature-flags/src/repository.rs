@@ -78,36 +78,22 @@ pub enum WriteError {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Counter {
-    value: i64,
-}
-
-#[derive(Serialize, Deserialize)]
 struct KeyClaim {
     flag_id: i64,
 }
 
 /// Every flag of a project that is not deleted (active or not), in id order.
 pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<FeatureFlag>, StoreError> {
-    let mut flags = Vec::new();
-    for item in store::query_prefix(store, &team_pk(team_id), FLAG_PREFIX).await? {
-        let flag: FeatureFlag = item.parse()?;
-        if !flag.deleted {
-            flags.push(flag);
-        }
-    }
+    let mut flags: Vec<FeatureFlag> =
+        store::list_prefix(store, &team_pk(team_id), FLAG_PREFIX).await?;
+    flags.retain(|flag| !flag.deleted);
     Ok(flags)
 }
 
 /// One flag, deleted or not.
 pub async fn get(store: &dyn Store, team_id: i64, id: i64) -> Result<Option<Stored>, StoreError> {
-    let Some(item) = store.get(&team_pk(team_id), &flag_sk(id)).await? else {
-        return Ok(None);
-    };
-    Ok(Some(Stored {
-        flag: item.parse()?,
-        item_version: item.version,
-    }))
+    let stored = store::get_versioned(store, &team_pk(team_id), &flag_sk(id)).await?;
+    Ok(stored.map(|(flag, item_version)| Stored { flag, item_version }))
 }
 
 /// One flag unless it is deleted (what every read route shows).
@@ -141,17 +127,9 @@ pub async fn plan_create(
     at: DateTime<Utc>,
 ) -> Result<Planned, StoreError> {
     let pk = team_pk(team_id);
-    let counter = store.get(&pk, COUNTER_SK).await?;
-    let (last, counter_condition, counter_version) = match &counter {
-        Some(item) => (
-            item.parse::<Counter>()?.value,
-            Condition::VersionEquals(item.version),
-            item.version + 1,
-        ),
-        None => (0, Condition::NotExists, 1),
-    };
+    let (id, counter) = store::claim_next_id(store, &pk, COUNTER_SK).await?;
     let flag = FeatureFlag {
-        id: last + 1,
+        id,
         team_id,
         key: new.key,
         name: new.name,
@@ -166,14 +144,9 @@ pub async fn plan_create(
         created_at: at,
         updated_at: Some(at),
     };
-    let mut counter_item = Item::of(pk.clone(), COUNTER_SK, &Counter { value: flag.id })?;
-    counter_item.version = counter_version;
     let after = encode(&pk, &flag)?;
     let ops = vec![
-        WriteOp::Put {
-            item: counter_item,
-            condition: counter_condition,
-        },
+        counter,
         WriteOp::Put {
             item: Item::of(pk.clone(), flag_sk(flag.id), &flag)?,
             condition: Condition::NotExists,

@@ -357,6 +357,31 @@ pub async fn query_pages(
     }
 }
 
+/// The entity an item holds and the item's version (the condition a later write must still meet).
+pub async fn get_versioned<T: DeserializeOwned>(
+    store: &dyn Store,
+    pk: &str,
+    sk: &str,
+) -> Result<Option<(T, u64)>, StoreError> {
+    match store.get(pk, sk).await? {
+        Some(item) => Ok(Some((item.parse()?, item.version))),
+        None => Ok(None),
+    }
+}
+
+/// The entities of a partition's items whose sort key starts with `sk_prefix`, in key order.
+pub async fn list_prefix<T: DeserializeOwned>(
+    store: &dyn Store,
+    partition: &str,
+    sk_prefix: &str,
+) -> Result<Vec<T>, StoreError> {
+    query_prefix(store, partition, sk_prefix)
+        .await?
+        .iter()
+        .map(Item::parse)
+        .collect()
+}
+
 /// A per-partition id counter's item (`COUNTER#<KIND>`).
 #[derive(Serialize, serde::Deserialize)]
 struct Counter {
