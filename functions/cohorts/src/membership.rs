@@ -2,6 +2,8 @@
 //! `add_persons_to_static_cohort` / `remove_person_from_static_cohort`, their messages), and the
 //! stored members of any cohort (`persons`: a dynamic one's as of its last calculation).
 
+use std::collections::BTreeSet;
+
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use cohort_core::repository::{self, SCOPE};
@@ -12,6 +14,7 @@ use common::http::Json;
 use common::models::person;
 use common::pagination::Pagination;
 use common::{AppState, Authenticated};
+use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -20,6 +23,8 @@ use crate::shared::{PERSON_READ, READ, WRITE, cohort_id, load};
 
 /// PostHog's `DEFAULT_COHORT_INSERT_BATCH_SIZE`: most persons one request may add.
 const MAX_ADD: usize = 1000;
+/// Person reads in flight at once.
+const CONCURRENT_READS: usize = 16;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,16 +66,19 @@ pub async fn add_persons(
     if raw.len() > MAX_ADD {
         return Err(invalid("List size exceeds limit"));
     }
-    let mut found = Vec::new();
-    for uuid in raw
+    let asked: BTreeSet<Uuid> = raw
         .iter()
         .filter_map(Value::as_str)
         .filter_map(|s| s.parse::<Uuid>().ok())
-    {
-        if !found.contains(&uuid) && person::load(store, project.id, uuid).await?.is_some() {
-            found.push(uuid);
-        }
-    }
+        .collect();
+    let found: Vec<Uuid> = stream::iter(asked)
+        .map(|uuid| async move {
+            Ok::<_, ApiError>(person::load(store, project.id, uuid).await?.map(|_| uuid))
+        })
+        .buffered(CONCURRENT_READS)
+        .try_filter_map(|found| async move { Ok(found) })
+        .try_collect()
+        .await?;
     if found.is_empty() {
         return Err(invalid("No valid users to add to cohort"));
     }
@@ -142,28 +150,32 @@ pub async fn persons(
         .await?
         .cohort;
     let uuids = members::list(store, project.id, cohort.id).await?;
-    let mut rows = Vec::with_capacity(uuids.len());
-    for (index, uuid) in uuids.iter().enumerate() {
-        let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
-        if !on_page {
-            rows.push(Value::Null); // outside the page: only counted
-            continue;
-        }
-        // A member whose person is gone (merged, deleted) shows as its id alone.
-        rows.push(match person::load(store, project.id, *uuid).await? {
-            Some(person) => json!({
-                "id": person.uuid,
-                "uuid": person.uuid,
-                "properties": person.properties,
-                "is_identified": person.is_identified,
-                "created_at": person.created_at,
-            }),
-            None => json!({"id": uuid, "uuid": uuid, "properties": {}}),
-        });
-    }
-    let mut page = pagination.page(&rows);
+    let on_page = uuids
+        .iter()
+        .skip(pagination.offset)
+        .take(pagination.limit)
+        .copied();
+    let rows: Vec<Value> = stream::iter(on_page)
+        .map(|uuid| async move {
+            // A member whose person is gone (merged, deleted) shows as its id alone.
+            Ok::<_, ApiError>(match person::load(store, project.id, uuid).await? {
+                Some(person) => json!({
+                    "id": person.uuid,
+                    "uuid": person.uuid,
+                    "properties": person.properties,
+                    "is_identified": person.is_identified,
+                    "created_at": person.created_at,
+                }),
+                None => json!({"id": uuid, "uuid": uuid, "properties": {}}),
+            })
+        })
+        .buffered(CONCURRENT_READS)
+        .try_collect()
+        .await?;
+    let mut page = pagination.page(&uuids);
     if let Some(object) = page.as_object_mut() {
         object.remove("count"); // PostHog's persons page has links only
+        object.insert("results".into(), Value::Array(rows));
     }
     Ok(axum::Json(page).into_response())
 }

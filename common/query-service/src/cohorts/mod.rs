@@ -96,17 +96,21 @@ pub async fn members_of(
             }
         })?;
     let page = cap.map_or(PAGE, |cap| cap as u64 + 1);
-    let mut persons = BTreeSet::new();
-    let mut offset = 0;
-    loop {
+    let query = |offset: u64| {
         let text = format!(
             "SELECT id FROM persons WHERE {condition} ORDER BY id LIMIT {page} OFFSET {offset}"
         );
-        // Straight to the engine (the service's own read: no cache, no log, no slot).
-        let prepared = sql::prepare(&text, &Bindings::default())?;
-        let limits = runner::limits(state);
-        let session =
-            sql::open_session(state, project.id, &project.timezone, &prepared, &limits).await?;
+        sql::prepare(&text, &Bindings::default())
+    };
+    // Straight to the engine (the service's own read: no cache, no log, no slot), one session
+    // for every page, so the pages read one snapshot and the tables are registered once.
+    let limits = runner::limits(state);
+    let mut prepared = query(0)?;
+    let session =
+        sql::open_session(state, project.id, &project.timezone, &prepared, &limits).await?;
+    let mut persons = BTreeSet::new();
+    let mut offset = 0;
+    loop {
         let rows = session.execute(&prepared, &limits).await?.results;
         let read = rows.len() as u64;
         persons.extend(
@@ -121,6 +125,7 @@ pub async fn members_of(
             return Ok(Some(persons));
         }
         offset += page;
+        prepared = query(offset)?;
     }
 }
 
