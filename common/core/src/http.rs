@@ -90,6 +90,12 @@ fn expect_object(bytes: &[u8]) -> Result<(), ApiError> {
     ))
 }
 
+/// An item's integer id from its path (`/experiments/7/`); anything else names no item: 404, as
+/// PostHog's router answers.
+pub fn item_id(raw: &str) -> Result<i64, ApiError> {
+    raw.parse::<i64>().map_err(|_| ApiError::not_found())
+}
+
 /// Parses a JSON document into `T`; syntax errors are parse errors, shape errors name the field.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);

@@ -9,11 +9,12 @@ use cohort_core::service::{self, CohortBody};
 use common::activity::Actor;
 use common::error::ApiResult;
 use common::http::Json;
+use common::http::item_id;
 use common::pagination::Pagination;
 use common::store;
 use common::{AppState, Authenticated};
 
-use crate::shared::{READ, UPDATE_ATTEMPTS, WRITE, cohort_id, load, render, write_error};
+use crate::shared::{READ, UPDATE_ATTEMPTS, WRITE, load, render, write_error};
 
 /// `GET /cohorts/`: live cohorts, newest first, paged with `limit`/`offset`.
 pub async fn list(
@@ -77,7 +78,7 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let stored = load(store, project.id, cohort_id(&id)?, false).await?;
+    let stored = load(store, project.id, item_id(&id)?, false).await?;
     Ok(axum::Json(render(store, &stored.cohort).await?).into_response())
 }
 
@@ -91,7 +92,7 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let id = cohort_id(&id)?;
+    let id = item_id(&id)?;
     let restoring = body.deleted == Some(false);
     let actor = Actor::user(&auth.user);
     for attempt in 0..UPDATE_ATTEMPTS {

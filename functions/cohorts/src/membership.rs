@@ -11,6 +11,7 @@ use cohort_core::{Cohort, members};
 use common::activity::{Actor, Record};
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
+use common::http::item_id;
 use common::models::person;
 use common::pagination::Pagination;
 use common::{AppState, Authenticated};
@@ -19,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::shared::{PERSON_READ, READ, WRITE, cohort_id, load};
+use crate::shared::{PERSON_READ, READ, WRITE, load};
 
 /// PostHog's `DEFAULT_COHORT_INSERT_BATCH_SIZE`: most persons one request may add.
 const MAX_ADD: usize = 1000;
@@ -51,9 +52,7 @@ pub async fn add_persons(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let cohort = load(store, project.id, cohort_id(&id)?, false)
-        .await?
-        .cohort;
+    let cohort = load(store, project.id, item_id(&id)?, false).await?.cohort;
     if !cohort.is_static {
         return Err(invalid("Can only add users to static cohorts"));
     }
@@ -99,9 +98,7 @@ pub async fn remove_person(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let cohort = load(store, project.id, cohort_id(&id)?, false)
-        .await?
-        .cohort;
+    let cohort = load(store, project.id, item_id(&id)?, false).await?.cohort;
     if !cohort.is_static {
         return Err(invalid("Can only remove users from static cohorts"));
     }
@@ -146,9 +143,7 @@ pub async fn persons(
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
     auth.require(PERSON_READ)?;
-    let cohort = load(store, project.id, cohort_id(&id)?, false)
-        .await?
-        .cohort;
+    let cohort = load(store, project.id, item_id(&id)?, false).await?.cohort;
     let uuids = members::list(store, project.id, cohort.id).await?;
     let on_page = uuids
         .iter()

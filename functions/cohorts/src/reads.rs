@@ -5,9 +5,10 @@ use axum::response::{IntoResponse, Response};
 use cohort_core::repository;
 use common::activity::{self, ActivityPage};
 use common::error::{ApiError, ApiResult};
+use common::http::item_id;
 use common::{AppState, Authenticated};
 
-use crate::shared::{ACTIVITY_READ, cohort_id};
+use crate::shared::ACTIVITY_READ;
 
 /// `GET /cohorts/activity`: every cohort's history, newest first.
 pub async fn activity_of_all(
@@ -31,7 +32,7 @@ pub async fn activity_of_one(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let id = cohort_id(&id)?;
+    let id = item_id(&id)?;
     if repository::get_live(store, project.id, id).await?.is_none() {
         return Err(ApiError::not_found());
     }

@@ -15,11 +15,6 @@ pub const ACTIVITY_READ: Scope = Scope::read("activity_log");
 /// Tries of a change before it answers 409 (each try is one read and one transaction).
 pub const UPDATE_ATTEMPTS: u32 = 16;
 
-/// `:id` of a cohort; anything but an integer names none.
-pub fn cohort_id(raw: &str) -> ApiResult<i64> {
-    raw.parse::<i64>().map_err(|_| ApiError::not_found())
-}
-
 /// The cohort `id`; 404 when it does not exist or is deleted (unless `deleted_too`).
 pub async fn load(
     store: &dyn Store,

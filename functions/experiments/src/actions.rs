@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
+use common::http::item_id;
 use common::models::Project;
 use common::{AppState, Authenticated};
 use experiment_core::Experiment;
@@ -21,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::shared::{Loaded, WRITE, experiment_id, load, mutate, render, write_error};
+use crate::shared::{Loaded, WRITE, load, mutate, render, write_error};
 
 /// An optional JSON body: nothing (or only whitespace) reads as `T::default()`.
 fn optional_body<T: DeserializeOwned + Default>(bytes: &Bytes) -> ApiResult<T> {
@@ -40,7 +41,7 @@ async fn act(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let id = experiment_id(&id)?;
+    let id = item_id(&id)?;
     let at = state.clock.now();
     mutate(&state, &auth.user, project.id, id, false, |loaded| {
         service::lifecycle(action.clone(), &loaded.stored.experiment, loaded.flag(), at)
@@ -143,7 +144,7 @@ pub async fn duplicate(
     let body: DuplicateBody = optional_body(&body)?;
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let loaded = load(store, project.id, experiment_id(&id)?, false).await?;
+    let loaded = load(store, project.id, item_id(&id)?, false).await?;
     let name = match body.name {
         Some(name) => name,
         None => {
@@ -181,7 +182,7 @@ pub async fn copy_to_project(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let loaded = load(store, project.id, experiment_id(&id)?, false).await?;
+    let loaded = load(store, project.id, item_id(&id)?, false).await?;
     let target_not_found = || ApiError::not_found_detail("Target team not found.");
     if Project::load(store, body.target_team_id).await?.is_none() {
         return Err(target_not_found());

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
+use common::http::item_id;
 use common::models::User;
 use common::pagination::Pagination;
 use common::{AppState, Authenticated};
@@ -20,7 +21,7 @@ use feature_flags::repository as flags;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::shared::{READ, WRITE, experiment_id, mutate, render, write_error};
+use crate::shared::{READ, WRITE, mutate, render, write_error};
 
 #[derive(Debug, Deserialize)]
 pub struct ListParams {
@@ -235,7 +236,7 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let experiment = repository::get_live(store, project.id, experiment_id(&id)?)
+    let experiment = repository::get_live(store, project.id, item_id(&id)?)
         .await?
         .ok_or_else(ApiError::not_found)?;
     let flag = flags::get(store, project.id, experiment.feature_flag_id)
@@ -254,7 +255,7 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let id = experiment_id(&id)?;
+    let id = item_id(&id)?;
     let restoring = body.deleted == Some(false);
     mutate(&state, &auth.user, project.id, id, restoring, |loaded| {
         service::update(body.clone(), &loaded.stored.experiment, loaded.flag())

@@ -10,6 +10,7 @@ use cohort_core::repository::{self as cohort_store, WriteError};
 use cohort_core::{Cohort, Filters};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
+use common::http::item_id;
 use common::store::{self, Condition, Item, WriteOp};
 use common::{AppState, Authenticated};
 use experiment_core::Experiment;
@@ -18,7 +19,7 @@ use experiment_core::validate::invalid;
 use feature_flags::FeatureFlag;
 use serde_json::{Value, json};
 
-use crate::shared::{WRITE, experiment_id, load};
+use crate::shared::{WRITE, load};
 
 /// Tries before a 409 when the experiment keeps changing under the request.
 const ATTEMPTS: u32 = 16;
@@ -32,7 +33,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let id = experiment_id(&id)?;
+    let id = item_id(&id)?;
     let actor = Actor::user(&auth.user);
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use common::activity::{self, ActivityPage};
 use common::error::{ApiError, ApiResult};
+use common::http::item_id;
 use common::{AppState, Authenticated};
 use experiment_core::repository;
 use feature_flags::FeatureFlag;
@@ -15,7 +16,7 @@ use feature_flags::repository as flags;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::shared::{ACTIVITY_READ, FLAG_READ, READ, experiment_id};
+use crate::shared::{ACTIVITY_READ, FLAG_READ, READ};
 
 const ELIGIBLE_DEFAULT_LIMIT: usize = 20;
 const ELIGIBLE_MAX_LIMIT: usize = 100;
@@ -164,7 +165,7 @@ pub async fn activity_of_one(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let id = experiment_id(&id)?;
+    let id = item_id(&id)?;
     if repository::get_live(store, project.id, id).await?.is_none() {
         return Err(ApiError::not_found());
     }

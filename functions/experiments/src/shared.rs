@@ -20,11 +20,6 @@ pub const ACTIVITY_READ: Scope = Scope::read("activity_log");
 /// Tries of a change before it answers 409 (each try is one read and one transaction).
 const UPDATE_ATTEMPTS: u32 = 16;
 
-/// `:id` of an experiment; anything but an integer names none.
-pub fn experiment_id(raw: &str) -> ApiResult<i64> {
-    raw.parse::<i64>().map_err(|_| ApiError::not_found())
-}
-
 pub fn write_error(error: WriteError) -> ApiError {
     match error {
         WriteError::FlagKeyTaken => ApiError::field(

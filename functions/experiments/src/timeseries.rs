@@ -44,7 +44,7 @@ fn iso(at: DateTime<Utc>) -> String {
 }
 
 async fn experiment(state: &AppState, project: &Project, id: &str) -> ApiResult<Experiment> {
-    let id = id.parse::<i64>().map_err(|_| ApiError::not_found())?;
+    let id = common::http::item_id(id)?;
     experiment_core::repository::get_live(state.store.as_ref(), project.id, id)
         .await?
         .ok_or_else(ApiError::not_found)

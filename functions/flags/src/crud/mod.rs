@@ -12,6 +12,7 @@ use cohort_core::Cohort;
 use common::activity::{self, ActivityPage, Actor};
 use common::error::{ApiError, ApiResult, ErrorType};
 use common::http::Json;
+use common::http::item_id;
 use common::models::{Project, Scope};
 use common::pagination::Pagination;
 use common::store::{self, Store};
@@ -61,11 +62,6 @@ async fn cohorts_for(
         return Ok(Vec::new());
     }
     Ok(cohort_core::repository::list_live(store, team_id).await?)
-}
-
-/// `:id` of a flag; anything but an integer names no flag.
-fn flag_id(raw: &str) -> ApiResult<i64> {
-    raw.parse::<i64>().map_err(|_| ApiError::not_found())
 }
 
 #[derive(Debug, Deserialize)]
@@ -208,7 +204,7 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, FLAG_READ).await?;
-    let flag = repository::get_live(store, project.id, flag_id(&id)?)
+    let flag = repository::get_live(store, project.id, item_id(&id)?)
         .await?
         .ok_or_else(ApiError::not_found)?;
     let creators = Creators::of(store, &[&flag]).await?;
@@ -226,7 +222,7 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, FLAG_WRITE).await?;
-    let id = flag_id(&id)?;
+    let id = item_id(&id)?;
     body.check_unsupported()?;
     if let Some(key) = &body.key {
         validate::key(key)?;
@@ -333,7 +329,7 @@ pub async fn activity_of_one(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let id = flag_id(&id)?;
+    let id = item_id(&id)?;
     if repository::get(store, project.id, id).await?.is_none() {
         return Err(ApiError::not_found());
     }
