@@ -21,6 +21,7 @@ fn family_routes(family: &str) -> axum::Router<common::AppState> {
         "flags" => flags::router(),
         "experiments" => experiments::router(),
         "cohorts" => cohorts::router(),
+        "surveys" => surveys::router(),
         other => panic!("events/{other}/ names no known route family"),
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Everything outside `/api/` (capture, and flags once they exist) answers any origin with
 //! credentials, as PostHog's capture does: the request's origin and requested headers are mirrored.
-//! `/api/` answers only the origins an operator lists in `ANALYTICS_CORS_ORIGINS`: a personal API
+//! `/api/` (but `/api/surveys`, posthog-js's survey list, read with the project token) answers only the origins an operator lists in `ANALYTICS_CORS_ORIGINS`: a personal API
 //! key must not be usable from any page on the web that gets hold of it.
 //!
 //! The layer answers every `OPTIONS` itself, before method routing, so a preflight never meets the
@@ -42,12 +42,19 @@ pub fn layer(api_origins: &[String]) -> CorsLayer {
 }
 
 fn origin_allowed(api_origins: &[String], origin: &HeaderValue, parts: &Parts) -> bool {
-    if !is_api_path(parts.uri.path()) {
+    let path = parts.uri.path();
+    if !is_api_path(path) || is_public_sdk_path(path) {
         return true;
     }
     api_origins
         .iter()
         .any(|allowed| allowed.as_bytes() == origin.as_bytes())
+}
+
+/// `/api/surveys`: what posthog-js fetches from a customer's page with the project token (no
+/// personal key), so any origin may read it, as capture.
+fn is_public_sdk_path(path: &str) -> bool {
+    path.trim_end_matches('/') == "/api/surveys"
 }
 
 /// `/api` and everything under it; the path may or may not have been trimmed of its slash yet.

@@ -126,35 +126,59 @@ pub async fn plan_create(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Planned, StoreError> {
-    let pk = team_pk(team_id);
-    let (id, counter) = store::claim_next_id(store, &pk, COUNTER_SK).await?;
-    let flag = FeatureFlag {
-        id,
-        team_id,
-        key: new.key,
-        name: new.name,
-        filters: new.filters,
-        active: new.active,
-        deleted: false,
-        ensure_experience_continuity: new.ensure_experience_continuity,
-        evaluation_runtime: new.evaluation_runtime,
-        evaluation_tags: new.evaluation_tags,
-        version: 1,
-        created_by: new.created_by,
-        created_at: at,
-        updated_at: Some(at),
-    };
-    let after = encode(&pk, &flag)?;
-    let ops = vec![
-        counter,
-        WriteOp::Put {
-            item: Item::of(pk.clone(), flag_sk(flag.id), &flag)?,
-            condition: Condition::NotExists,
-        },
-        claim_op(team_id, &flag)?,
-        record(team_id, actor, activity::CREATED, None, &after, &flag, at).put_op()?,
-    ];
+    let (mut flags, ops) = plan_create_many(store, team_id, vec![new], actor, at).await?;
+    let flag = flags
+        .pop()
+        .ok_or_else(|| StoreError::Invalid("no flag planned".into()))?;
     Ok(Planned { flag, ops })
+}
+
+/// Plans the creation of several flags with the project's next ids (one counter write claims
+/// them all), for an entity that owns several flags (a survey's targeting flags).
+pub async fn plan_create_many(
+    store: &dyn Store,
+    team_id: i64,
+    new: Vec<NewFlag>,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<(Vec<FeatureFlag>, Vec<WriteOp>), StoreError> {
+    let pk = team_pk(team_id);
+    let count = i64::try_from(new.len()).unwrap_or(i64::MAX);
+    if count == 0 {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let (first, counter) = store::claim_next_ids(store, &pk, COUNTER_SK, count).await?;
+    let mut ops = vec![counter];
+    let mut flags = Vec::with_capacity(new.len());
+    for (id, new) in (first..).zip(new) {
+        let flag = FeatureFlag {
+            id,
+            team_id,
+            key: new.key,
+            name: new.name,
+            filters: new.filters,
+            active: new.active,
+            deleted: false,
+            ensure_experience_continuity: new.ensure_experience_continuity,
+            evaluation_runtime: new.evaluation_runtime,
+            evaluation_tags: new.evaluation_tags,
+            version: 1,
+            created_by: new.created_by,
+            created_at: at,
+            updated_at: Some(at),
+        };
+        let after = encode(&pk, &flag)?;
+        ops.extend([
+            WriteOp::Put {
+                item: Item::of(pk.clone(), flag_sk(flag.id), &flag)?,
+                condition: Condition::NotExists,
+            },
+            claim_op(team_id, &flag)?,
+            record(team_id, actor, activity::CREATED, None, &after, &flag, at).put_op()?,
+        ]);
+        flags.push(flag);
+    }
+    Ok((flags, ops))
 }
 
 /// Why a transaction holding [`plan_create`]'s ops failed its conditions: the key is taken

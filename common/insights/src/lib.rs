@@ -15,6 +15,7 @@ pub mod math;
 pub mod nodes;
 pub mod retention;
 pub mod sql_text;
+pub mod surveys;
 pub mod trends;
 
 use chrono::{DateTime, Utc};

@@ -12,7 +12,8 @@
 //! - [`experiments`]: `ExperimentQuery`'s experiment from the Store, one day's run, and the
 //!   `experiment_timeseries` job;
 //! - [`cohorts`]: the cohorts a node's filters name, from the Store, and the
-//!   `cohort_calculation` job.
+//!   `cohort_calculation` job;
+//! - [`surveys`]: a survey's stats, per-question stats, responses count and responses list.
 
 mod cache;
 mod caller;
@@ -25,6 +26,7 @@ pub mod node;
 pub mod runner;
 pub mod slots;
 pub mod status;
+pub mod surveys;
 
 pub use caller::Caller;
 pub use errors::api_error;

@@ -5,6 +5,12 @@
 //! archive of responses, rendering (PostHog's API and SDK shapes) and the offline summarizer. It
 //! links no query engine: the SQL over events is built by `insights::surveys`.
 
+pub mod archive;
+pub mod flags;
 pub mod model;
+pub mod render;
+pub mod repository;
+pub mod summary;
+pub mod validate;
 
 pub use model::{Question, QuestionType, Survey, SurveyType};

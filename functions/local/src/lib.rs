@@ -18,6 +18,7 @@ pub fn routes() -> Router<AppState> {
         .merge(flags::router())
         .merge(experiments::router())
         .merge(cohorts::router())
+        .merge(surveys::router())
 }
 
 /// The app `analytics serve` runs, with every job registered so runs queued by name (an

@@ -396,6 +396,17 @@ pub async fn claim_next_id(
     pk: &str,
     counter_sk: &str,
 ) -> Result<(i64, WriteOp), StoreError> {
+    claim_next_ids(store, pk, counter_sk, 1).await
+}
+
+/// The first of the counter's next `count` ids (`count` at least 1) and the one write that
+/// claims them all, for a transaction that creates several items numbered by one counter.
+pub async fn claim_next_ids(
+    store: &dyn Store,
+    pk: &str,
+    counter_sk: &str,
+    count: i64,
+) -> Result<(i64, WriteOp), StoreError> {
     let current = store.get(pk, counter_sk).await?;
     let (last, condition, version) = match &current {
         Some(item) => (
@@ -405,10 +416,10 @@ pub async fn claim_next_id(
         ),
         None => (0, Condition::NotExists, 1),
     };
-    let id = last + 1;
-    let mut item = Item::of(pk, counter_sk, &Counter { value: id })?;
+    let first = last + 1;
+    let mut item = Item::of(pk, counter_sk, &Counter { value: last + count.max(1) })?;
     item.version = version;
-    Ok((id, WriteOp::Put { item, condition }))
+    Ok((first, WriteOp::Put { item, condition }))
 }
 
 /// Tries of [`update`] before it gives up with [`StoreError::ConditionFailed`].

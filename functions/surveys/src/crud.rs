@@ -1,0 +1,292 @@
+//! `/api/projects/:project_id/surveys/`: list (with `archived`, `type`, `ids` and `search`),
+//! create, retrieve, update and delete, each change with its flags and activity entry in one
+//! transaction; and `question_labels`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use common::activity::{self, Actor};
+use common::error::{ApiError, ApiResult};
+use common::http::Json;
+use common::pagination::Pagination;
+use common::store;
+use common::{AppState, Authenticated};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use survey_core::flags::{self, Owned};
+use survey_core::repository::{self, WriteError};
+use survey_core::validate::{self, SurveyBody, Targeting};
+use survey_core::{Survey, archive};
+
+use crate::shared::{
+    Params, READ, UPDATE_ATTEMPTS, WRITE, load, render, render_written, truthy, write_error,
+};
+
+/// Longest `search` string (PostHog bounds it too).
+const MAX_SEARCH_CHARS: usize = 200;
+
+#[derive(Debug, Deserialize)]
+pub struct ListParams {
+    archived: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    ids: Option<String>,
+    search: Option<String>,
+    // Read by the Pagination extractor.
+    #[allow(dead_code)]
+    limit: Option<String>,
+    #[allow(dead_code)]
+    offset: Option<String>,
+}
+
+/// `GET /surveys/`: newest first; with `search`, exact name matches first (`search_match_type`).
+pub async fn list(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    Params(params): Params<ListParams>,
+    pagination: Pagination,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let mut surveys = repository::list(store, project.id).await?;
+    if let Some(archived) = params.archived.as_deref() {
+        let archived = truthy(Some(archived));
+        surveys.retain(|s| s.archived == archived);
+    }
+    if let Some(kind) = params.kind.as_deref().filter(|k| !k.is_empty()) {
+        surveys.retain(|s| json!(s.kind) == kind);
+    }
+    if let Some(ids) = params.ids.as_deref() {
+        let ids: Vec<&str> = ids.split(',').map(str::trim).collect();
+        surveys.retain(|s| ids.contains(&s.id.to_string().as_str()));
+    }
+    surveys.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+    let mut matches: Vec<(Survey, Option<&'static str>)> =
+        surveys.into_iter().map(|s| (s, None)).collect();
+    if let Some(search) = params
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        if search.chars().count() > MAX_SEARCH_CHARS {
+            return Err(ApiError::validation(
+                "search",
+                format!("Ensure this field has no more than {MAX_SEARCH_CHARS} characters."),
+            ));
+        }
+        let needle = search.to_lowercase();
+        matches = matches
+            .into_iter()
+            .filter_map(|(survey, _)| {
+                let name = survey.name.to_lowercase();
+                let kind = if name == needle {
+                    "exact"
+                } else if name.contains(&needle)
+                    || survey.description.to_lowercase().contains(&needle)
+                {
+                    "similar"
+                } else {
+                    return None;
+                };
+                Some((survey, Some(kind)))
+            })
+            .collect();
+        // Stable: exact matches first, each group newest first.
+        matches.sort_by_key(|(_, kind)| *kind != Some("exact"));
+    }
+    let mut rendered = Vec::with_capacity(matches.len());
+    for (index, (survey, kind)) in matches.iter().enumerate() {
+        let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
+        if !on_page {
+            rendered.push(Value::Null); // outside the page: only counted
+            continue;
+        }
+        let mut answer = render(store, survey).await?;
+        answer["search_match_type"] = json!(kind);
+        rendered.push(answer);
+    }
+    Ok(axum::Json(pagination.page(&rendered)).into_response())
+}
+
+/// `POST /surveys/`: 201 with the survey, its internal targeting flag (and the targeting and
+/// sampling flags it asks for) created in the same transaction.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    Json(body): Json<SurveyBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let actor = Actor::user(&auth.user);
+    for attempt in 0..UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let at = state.clock.now();
+        let checked = validate::create(store, project.id, body.clone(), at).await?;
+        let mut survey = checked.survey;
+        survey.team_id = project.id;
+        survey.created_by = Some(auth.user.uuid);
+        let mut ops = flags::plan(
+            store,
+            &mut survey,
+            &Owned::default(),
+            &checked.targeting,
+            &actor,
+            at,
+        )
+        .await?;
+        ops.extend(repository::plan_create(&mut survey, &actor)?);
+        match repository::commit(store, &survey, ops).await {
+            Ok(()) => {
+                feature_flags::cache::definitions_changed(&state, project.id);
+                let answer = render_written(store, &survey).await?;
+                return Ok((StatusCode::CREATED, axum::Json(answer)).into_response());
+            }
+            Err(WriteError::Raced) => continue, // the flag counter moved: number again
+            Err(other) => return Err(write_error(other, false)),
+        }
+    }
+    Err(write_error(WriteError::Raced, false))
+}
+
+/// `GET /surveys/:id/`.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let stored = load(store, project.id, &id).await?;
+    Ok(axum::Json(render(store, &stored.survey).await?).into_response())
+}
+
+/// `PATCH` (and `PUT`) `/surveys/:id/`: a partial update; the survey's flags follow it.
+pub async fn update(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+    Json(body): Json<SurveyBody>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let actor = Actor::user(&auth.user);
+    let survey = change(&state, project.id, &id, &actor, |before, at| {
+        let body = body.clone();
+        async move {
+            let checked = validate::update(store, project.id, &before.survey, body, at).await?;
+            Ok(Some((checked.survey, checked.targeting, activity::UPDATED)))
+        }
+    })
+    .await?;
+    Ok(axum::Json(render_written(store, &survey).await?).into_response())
+}
+
+/// Reads the survey, asks `decide` for its new state (None: nothing to write), plans its flags
+/// and commits, retrying when it changed meanwhile. Answers the survey as stored.
+pub async fn change<F, Fut>(
+    state: &AppState,
+    team_id: i64,
+    id: &str,
+    actor: &Actor,
+    mut decide: F,
+) -> ApiResult<Survey>
+where
+    F: FnMut(repository::Stored, chrono::DateTime<chrono::Utc>) -> Fut,
+    Fut: std::future::Future<Output = ApiResult<Option<(Survey, Targeting, &'static str)>>>,
+{
+    let store = state.store.as_ref();
+    for attempt in 0..UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let before = load(store, team_id, id).await?;
+        let at = state.clock.now();
+        let Some((mut survey, targeting, kind)) = decide(before.clone(), at).await? else {
+            return Ok(before.survey);
+        };
+        let owned = Owned::load(store, &before.survey).await?;
+        let mut ops = flags::plan(store, &mut survey, &owned, &targeting, actor, at).await?;
+        ops.extend(repository::plan_save(
+            &before,
+            &mut survey,
+            kind,
+            actor,
+            at,
+        )?);
+        match repository::commit(store, &survey, ops).await {
+            Ok(()) => {
+                feature_flags::cache::definitions_changed(state, team_id);
+                return Ok(survey);
+            }
+            Err(WriteError::Raced) => continue,
+            Err(other) => return Err(write_error(other, true)),
+        }
+    }
+    Err(write_error(WriteError::Raced, true))
+}
+
+/// `DELETE /surveys/:id/`: the survey, its own flags and its archived responses go; 204.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path((project, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, WRITE).await?;
+    let actor = Actor::user(&auth.user);
+    for attempt in 0..UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let before = load(store, project.id, &id).await?;
+        let at = state.clock.now();
+        let owned = Owned::load(store, &before.survey).await?;
+        let mut ops = flags::plan_delete(&before.survey, &owned, &actor, at)?;
+        ops.extend(repository::plan_delete(&before, &actor, at)?);
+        match store.transact_write(ops).await {
+            Ok(()) => {
+                feature_flags::cache::definitions_changed(&state, project.id);
+                // Leftover archive items name a survey that is gone: harmless, but not kept.
+                if let Err(error) = archive::remove_all(store, project.id, before.survey.id).await {
+                    tracing::warn!(%error, "could not remove a deleted survey's archived responses");
+                }
+                return Ok(StatusCode::NO_CONTENT.into_response());
+            }
+            Err(store::StoreError::ConditionFailed) => continue,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(write_error(WriteError::Raced, false))
+}
+
+/// `GET /surveys/question_labels/`: every question of the project's surveys, for pickers.
+pub async fn question_labels(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let mut surveys = repository::list(store, project.id).await?;
+    surveys.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+    let labels: Vec<Value> = surveys
+        .iter()
+        .flat_map(|survey| {
+            survey.questions.iter().enumerate().map(|(index, q)| {
+                json!({
+                    "question_id": q.id,
+                    "question_text": q.question,
+                    "question_index": index,
+                    "survey_id": survey.id,
+                    "survey_name": survey.name,
+                })
+            })
+        })
+        .collect();
+    Ok(axum::Json(json!({ "labels": labels })).into_response())
+}

@@ -1,0 +1,40 @@
+//! `GET /api/surveys/?token=phc_...`: the surveys posthog-js may show (PostHog's
+//! SurveyAPISerializer), read with the project token like `/flags`, from any origin.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use common::AppState;
+use common::error::ApiResult;
+use common::project_tokens;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use survey_core::flags::Owned;
+use survey_core::repository;
+
+use crate::shared::Params;
+
+#[derive(Debug, Deserialize)]
+pub struct PublicParams {
+    token: Option<String>,
+    api_key: Option<String>,
+}
+
+/// Non-archived surveys with their flag keys and conditions; posthog-js decides which of them
+/// run now (it reads `start_date` / `end_date` itself) and which the person may see (the flags).
+pub async fn surveys(
+    State(state): State<AppState>,
+    Params(params): Params<PublicParams>,
+) -> ApiResult<Response> {
+    let token = params.token.as_deref().or(params.api_key.as_deref());
+    let team_id = project_tokens::project_for(&state, token).await?;
+    let store = state.store.as_ref();
+    let mut surveys = repository::list(store, team_id).await?;
+    surveys.retain(|survey| !survey.archived);
+    surveys.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+    let mut rendered: Vec<Value> = Vec::with_capacity(surveys.len());
+    for survey in &surveys {
+        let owned = Owned::load(store, survey).await?;
+        rendered.push(survey_core::render::sdk(survey, &owned.as_flags()));
+    }
+    Ok(axum::Json(json!({"surveys": rendered, "survey_config": null})).into_response())
+}
