@@ -108,41 +108,37 @@ fn response_uuid(raw: &str) -> ApiResult<Uuid> {
 pub async fn archive(
     State(state): State<AppState>,
     auth: Authenticated,
-    Path((project, id, response)): Path<(String, String, String)>,
+    Path(path): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let store = state.store.as_ref();
-    let project = auth.project(store, &project, WRITE).await?;
-    let survey = load(store, project.id, &id).await?.survey;
-    let response = response_uuid(&response)?;
-    archive::archive(
-        store,
-        &survey,
-        response,
-        &Actor::user(&auth.user),
-        state.clock.now(),
-    )
-    .await?;
-    Ok(axum::Json(200).into_response())
+    set_archived(&state, &auth, path, true).await
 }
 
 /// `POST /surveys/:id/responses/:uuid/unarchive/`: 200 with `200`, archived or not.
 pub async fn unarchive(
     State(state): State<AppState>,
     auth: Authenticated,
-    Path((project, id, response)): Path<(String, String, String)>,
+    Path(path): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    set_archived(&state, &auth, path, false).await
+}
+
+async fn set_archived(
+    state: &AppState,
+    auth: &Authenticated,
+    (project, id, response): (String, String, String),
+    archived: bool,
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
     let survey = load(store, project.id, &id).await?.survey;
     let response = response_uuid(&response)?;
-    archive::unarchive(
-        store,
-        &survey,
-        response,
-        &Actor::user(&auth.user),
-        state.clock.now(),
-    )
-    .await?;
+    let actor = Actor::user(&auth.user);
+    let at = state.clock.now();
+    if archived {
+        archive::archive(store, &survey, response, &actor, at).await?;
+    } else {
+        archive::unarchive(store, &survey, response, &actor, at).await?;
+    }
     Ok(axum::Json(200).into_response())
 }
 
