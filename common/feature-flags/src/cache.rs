@@ -52,6 +52,15 @@ impl ProjectFlags {
     pub fn any_active(&self) -> bool {
         self.flags.flags().iter().any(|flag| flag.active)
     }
+
+    /// Whether a survey runs (its internal targeting flag is active): the remote config's
+    /// `surveys`, which tells posthog-js to fetch `/api/surveys/`.
+    pub fn any_running_survey(&self) -> bool {
+        self.flags
+            .flags()
+            .iter()
+            .any(|flag| flag.active && flag.is_survey_internal_targeting())
+    }
 }
 
 /// A project's flags as this process last loaded them (at most [`CACHE_FOR`] ago, or fresher

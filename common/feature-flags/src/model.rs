@@ -36,7 +36,17 @@ pub struct FeatureFlag {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
+/// Keys of the flags a survey owns (PostHog's slugs): `survey-targeting-<hex>` for its targeting
+/// flag, with `-custom` for the internal one that is active exactly while the survey runs.
+pub const SURVEY_FLAG_PREFIX: &str = "survey-targeting-";
+pub const SURVEY_INTERNAL_SUFFIX: &str = "-custom";
+
 impl FeatureFlag {
+    /// A survey's internal targeting flag (so an active one means a running survey).
+    pub fn is_survey_internal_targeting(&self) -> bool {
+        self.key.starts_with(SURVEY_FLAG_PREFIX) && self.key.ends_with(SURVEY_INTERNAL_SUFFIX)
+    }
+
     /// `multivariate` when the flag has variants, else `boolean` (the list's `type` filter).
     pub fn kind(&self) -> FlagKind {
         match &self.filters.multivariate {

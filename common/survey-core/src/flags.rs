@@ -12,6 +12,7 @@ use common::activity::Actor;
 use common::store::{Store, StoreError, WriteOp};
 use feature_flags::FeatureFlag;
 use feature_flags::model::{FlagFilters, FlagGroup, Operator, PropertyFilter, PropertyKind};
+use feature_flags::model::{SURVEY_FLAG_PREFIX, SURVEY_INTERNAL_SUFFIX};
 use feature_flags::repository::{self as flag_repository, NewFlag, Stored as StoredFlag};
 use rand::RngCore;
 use serde_json::{Value, json};
@@ -115,7 +116,7 @@ pub async fn plan(
     };
     let internal_want = Want::Some {
         filters: internal_filters(survey),
-        suffix: "-custom",
+        suffix: SURVEY_INTERNAL_SUFFIX,
     };
     let sampling_want = match &survey.response_sampling_daily_limits {
         Some(_) => Want::Some {
@@ -238,7 +239,7 @@ impl Slot {
 fn new_key(suffix: &str) -> String {
     let mut bytes = [0u8; 5];
     rand::thread_rng().fill_bytes(&mut bytes);
-    format!("survey-targeting-{}{suffix}", hex::encode(bytes))
+    format!("{SURVEY_FLAG_PREFIX}{}{suffix}", hex::encode(bytes))
 }
 
 fn not_set(key: String) -> PropertyFilter {

@@ -92,7 +92,7 @@ async fn answer(
             results: BTreeMap::new(),
             request_id,
             evaluated_at,
-            config: Some(Config::new(false)),
+            config: Some(Config::new(false, false)),
         };
         return json(answer.render(shape));
     }
@@ -117,7 +117,8 @@ async fn answer(
         results,
         request_id,
         evaluated_at,
-        config: with_config.then(|| Config::new(project.any_active())),
+        config: with_config
+            .then(|| Config::new(project.any_active(), project.any_running_survey())),
     };
     json(answer.render(shape))
 }

@@ -71,12 +71,13 @@ pub struct CollectConfig {
 }
 
 impl Config {
-    pub fn new(has_feature_flags: bool) -> Self {
+    /// `surveys`: a survey of the project runs, so posthog-js should fetch them.
+    pub fn new(has_feature_flags: bool, surveys: bool) -> Self {
         Self {
             has_feature_flags,
             supported_compression: ["gzip", "gzip-js"],
             session_recording: false,
-            surveys: false,
+            surveys,
             heatmaps: false,
             capture_performance: false,
             autocapture_exceptions: false,
