@@ -417,7 +417,13 @@ pub async fn claim_next_ids(
         None => (0, Condition::NotExists, 1),
     };
     let first = last + 1;
-    let mut item = Item::of(pk, counter_sk, &Counter { value: last + count.max(1) })?;
+    let mut item = Item::of(
+        pk,
+        counter_sk,
+        &Counter {
+            value: last + count.max(1),
+        },
+    )?;
     item.version = version;
     Ok((first, WriteOp::Put { item, condition }))
 }
