@@ -83,6 +83,22 @@ async fn posthog_js_finds_running_surveys_and_their_flags_hide_them_after_an_ans
         assert_eq!(listed["conditions"]["url"], "/pricing", "{name}");
         assert!(listed.get("description").is_none(), "{name} {listed}");
         assert!(listed["start_date"].is_string(), "{name} {listed}");
+        // Server SDKs do not evaluate survey flags locally (PostHog leaves them out).
+        let (status, definitions) = world
+            .get(
+                &format!("/api/projects/{project}/feature_flags/local_evaluation/"),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {definitions}");
+        assert!(
+            definitions["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|flag| flag["key"] != key.as_str()),
+            "{name} {definitions}"
+        );
         let (status, refused) = world.get("/api/surveys/?token=phc_unknown", None).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{name} {refused}");
 

@@ -42,6 +42,12 @@ pub const SURVEY_FLAG_PREFIX: &str = "survey-targeting-";
 pub const SURVEY_INTERNAL_SUFFIX: &str = "-custom";
 
 impl FeatureFlag {
+    /// One of the flags a survey owns (targeting, internal targeting, sampling): PostHog leaves
+    /// them out of local evaluation, since only posthog-js shows surveys.
+    pub fn is_survey_flag(&self) -> bool {
+        self.key.starts_with(SURVEY_FLAG_PREFIX)
+    }
+
     /// A survey's internal targeting flag (so an active one means a running survey).
     pub fn is_survey_internal_targeting(&self) -> bool {
         self.key.starts_with(SURVEY_FLAG_PREFIX) && self.key.ends_with(SURVEY_INTERNAL_SUFFIX)

@@ -96,6 +96,7 @@ fn render(project: &ProjectFlags) -> Result<Vec<u8>, serde_json::Error> {
             .flags
             .flags()
             .iter()
+            .filter(|flag| !flag.is_survey_flag())
             .map(|flag| LocalFlag {
                 id: flag.id,
                 team_id: flag.team_id,
