@@ -121,8 +121,16 @@ async fn list_pages_filters_and_searches_newest_first() {
         );
         assert_eq!(second["next"], Value::Null, "{name}");
         assert!(second["previous"].is_string(), "{name}");
-        assert_eq!(names(&list(&world, "limit=2&offset=3").await), ["Onboarding"], "{name}");
-        assert_eq!(list(&world, "offset=10").await["results"], json!([]), "{name}");
+        assert_eq!(
+            names(&list(&world, "limit=2&offset=3").await),
+            ["Onboarding"],
+            "{name}"
+        );
+        assert_eq!(
+            list(&world, "offset=10").await["results"],
+            json!([]),
+            "{name}"
+        );
 
         // archived=true|false; without it, both.
         let pricing = all["results"][1].clone();
@@ -134,7 +142,11 @@ async fn list_pages_filters_and_searches_newest_first() {
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{name}");
-        assert_eq!(names(&list(&world, "archived=true").await), ["Pricing"], "{name}");
+        assert_eq!(
+            names(&list(&world, "archived=true").await),
+            ["Pricing"],
+            "{name}"
+        );
         assert_eq!(
             names(&list(&world, "archived=false").await),
             ["NPS", "Onboarding feedback", "Onboarding"],
@@ -159,6 +171,21 @@ async fn list_pages_filters_and_searches_newest_first() {
         let quarterly = list(&world, "search=QUARTERLY").await;
         assert_eq!(names(&quarterly), ["NPS"], "{name}");
         assert_eq!(match_types(&quarterly), [json!("exact")], "{name}");
+        // Without an exact match, look-alikes (a typo) are `similar`; a description counts half.
+        let typo = list(&world, "search=onbaording").await;
+        assert_eq!(
+            names(&typo),
+            ["Onboarding", "Onboarding feedback", "Pricing"],
+            "{name}"
+        );
+        assert_eq!(
+            match_types(&typo),
+            [json!("similar"), json!("similar"), json!("similar")],
+            "{name}"
+        );
+        // With one, look-alikes are dropped: "nps" is in one name, "NPX" only looks like it.
+        create(&world, survey("NPX", "")).await;
+        assert_eq!(names(&list(&world, "search=nps").await), ["NPS"], "{name}");
         assert_eq!(list(&world, "search=zzzz").await["count"], 0, "{name}");
         let (status, answer) = world
             .get(
@@ -168,9 +195,13 @@ async fn list_pages_filters_and_searches_newest_first() {
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {answer}");
         assert_eq!(error_shape(&answer).1.as_deref(), Some("search"), "{name}");
+        assert_eq!(
+            answer["detail"], "Search query must be 200 characters or fewer.",
+            "{name}"
+        );
 
         // type and ids filters.
-        assert_eq!(list(&world, "type=popover").await["count"], 4, "{name}");
+        assert_eq!(list(&world, "type=popover").await["count"], 5, "{name}");
         assert_eq!(list(&world, "type=widget").await["count"], 0, "{name}");
         let ids = format!(
             "ids={},{}",
@@ -226,15 +257,27 @@ async fn public_route_serves_the_sdk_with_the_project_token() {
             .await;
         assert_eq!(status, StatusCode::OK, "{name} {launched}");
 
-        let (status, answer) = world.get(&format!("/api/surveys/?token={token}"), None).await;
+        let (status, answer) = world
+            .get(&format!("/api/surveys/?token={token}"), None)
+            .await;
         assert_eq!(status, StatusCode::OK, "{name} {answer}");
-        let mut keys: Vec<&str> = answer.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = answer
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         keys.sort_unstable();
         assert_eq!(keys, ["survey_config", "surveys"], "{name}");
         let surveys = answer["surveys"].as_array().unwrap();
         assert_eq!(surveys.len(), 1, "{name}: archived ones are not served");
         let served = &surveys[0];
-        let mut fields: Vec<&str> = served.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut fields: Vec<&str> = served
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         fields.sort_unstable();
         assert_eq!(fields, SDK_FIELDS, "{name}: no description {served}");
         assert_eq!(served["id"], shown["id"], "{name}");
@@ -355,7 +398,11 @@ async fn activity_log_of_one_survey_and_of_all() {
                     && change["after"] == "Logged 2"),
             "{name} {entry}"
         );
-        assert_eq!(log["results"][6]["detail"]["changes"], Value::Null, "{name}");
+        assert_eq!(
+            log["results"][6]["detail"]["changes"],
+            Value::Null,
+            "{name}"
+        );
         assert_eq!(log["results"][0]["detail"]["name"], "Logged 2", "{name}");
 
         // Pages of `limit` entries.
@@ -374,12 +421,18 @@ async fn activity_log_of_one_survey_and_of_all() {
         );
         assert_eq!(page["previous"], Value::Null, "{name}");
         let (_, last) = world
-            .get(&format!("{uri}activity/?limit=3&page=3"), Some(world.admin_key()))
+            .get(
+                &format!("{uri}activity/?limit=3&page=3"),
+                Some(world.admin_key()),
+            )
             .await;
         assert_eq!(activities(&last), ["created"], "{name}");
         assert_eq!(last["next"], Value::Null, "{name}");
         assert!(
-            last["previous"].as_str().unwrap().ends_with("?page=2&limit=3"),
+            last["previous"]
+                .as_str()
+                .unwrap()
+                .ends_with("?page=2&limit=3"),
             "{name} {last}"
         );
         let (status, answer) = world
@@ -404,7 +457,11 @@ async fn activity_log_of_one_survey_and_of_all() {
         assert_eq!(all["total_count"], 9, "{name}");
         assert_eq!(
             activities(&all)[..3],
-            ["deleted".to_owned(), "created".to_owned(), "updated".to_owned()],
+            [
+                "deleted".to_owned(),
+                "created".to_owned(),
+                "updated".to_owned()
+            ],
             "{name}"
         );
         assert_eq!(all["results"][0]["item_id"], id, "{name}");
@@ -437,11 +494,27 @@ async fn scopes_projects_and_missing_surveys() {
 
         // survey:read reads but does not write.
         let read_only = world.key(&["survey:read"], None).await;
-        assert_eq!(world.get(&uri, Some(&read_only)).await.0, StatusCode::OK, "{name}");
-        assert_eq!(world.get(&one, Some(&read_only)).await.0, StatusCode::OK, "{name}");
+        assert_eq!(
+            world.get(&uri, Some(&read_only)).await.0,
+            StatusCode::OK,
+            "{name}"
+        );
+        assert_eq!(
+            world.get(&one, Some(&read_only)).await.0,
+            StatusCode::OK,
+            "{name}"
+        );
         let attempts = [
-            (Method::POST, uri.clone(), Some(survey("Nope", "").to_string())),
-            (Method::PATCH, one.clone(), Some(json!({"name": "Nope"}).to_string())),
+            (
+                Method::POST,
+                uri.clone(),
+                Some(survey("Nope", "").to_string()),
+            ),
+            (
+                Method::PATCH,
+                one.clone(),
+                Some(json!({"name": "Nope"}).to_string()),
+            ),
             (Method::DELETE, one.clone(), None),
             (Method::POST, format!("{one}launch/"), None),
             (Method::POST, format!("{one}stop/"), None),
@@ -460,7 +533,11 @@ async fn scopes_projects_and_missing_surveys() {
             let (status, answer) = world
                 .send(method.clone(), &target, Some(&read_only), body.as_deref())
                 .await;
-            assert_eq!(status, StatusCode::FORBIDDEN, "{name} {method} {target} {answer}");
+            assert_eq!(
+                status,
+                StatusCode::FORBIDDEN,
+                "{name} {method} {target} {answer}"
+            );
             assert_eq!(error_shape(&answer).0, "permission_denied", "{name}");
         }
         // Nothing was written by the refused requests.
@@ -491,7 +568,10 @@ async fn scopes_projects_and_missing_surveys() {
             error_shape(&answer);
         }
         let (status, _) = world
-            .get(&format!("/api/projects/{}/surveys/", second.id), Some(&elsewhere))
+            .get(
+                &format!("/api/projects/{}/surveys/", second.id),
+                Some(&elsewhere),
+            )
             .await;
         assert_eq!(status, StatusCode::OK, "{name}");
         // A project of another organization: the membership check answers 403.
@@ -515,11 +595,19 @@ async fn scopes_projects_and_missing_surveys() {
         assert_eq!(status, StatusCode::NOT_FOUND, "{name}");
 
         // Ids that name nothing: an unknown uuid and a non-uuid are 404 on every route.
-        for id in [uuid::Uuid::new_v4().to_string(), "not-a-uuid".to_owned(), "42".to_owned()] {
+        for id in [
+            uuid::Uuid::new_v4().to_string(),
+            "not-a-uuid".to_owned(),
+            "42".to_owned(),
+        ] {
             let base = format!("{uri}{id}/");
             let requests = [
                 (Method::GET, base.clone(), None),
-                (Method::PATCH, base.clone(), Some(json!({"name": "x"}).to_string())),
+                (
+                    Method::PATCH,
+                    base.clone(),
+                    Some(json!({"name": "x"}).to_string()),
+                ),
                 (Method::DELETE, base.clone(), None),
                 (Method::GET, format!("{base}activity/"), None),
                 (Method::GET, format!("{base}archived-response-uuids/"), None),
@@ -527,9 +615,18 @@ async fn scopes_projects_and_missing_surveys() {
             ];
             for (method, target, body) in requests {
                 let (status, answer) = world
-                    .send(method.clone(), &target, Some(world.admin_key()), body.as_deref())
+                    .send(
+                        method.clone(),
+                        &target,
+                        Some(world.admin_key()),
+                        body.as_deref(),
+                    )
                     .await;
-                assert_eq!(status, StatusCode::NOT_FOUND, "{name} {method} {target} {answer}");
+                assert_eq!(
+                    status,
+                    StatusCode::NOT_FOUND,
+                    "{name} {method} {target} {answer}"
+                );
                 assert_eq!(error_shape(&answer).0, "not_found", "{name}");
             }
         }

@@ -82,8 +82,12 @@ async fn responses_are_archived_and_unarchived() {
         let created = create(&world, survey("Archive")).await;
         let uri = survey_uri(&world, &created);
         for action in ["archive", "unarchive"] {
-            let (status, answer) =
-                post(&world, &format!("{uri}responses/not-a-uuid/{action}/"), None).await;
+            let (status, answer) = post(
+                &world,
+                &format!("{uri}responses/not-a-uuid/{action}/"),
+                None,
+            )
+            .await;
             let (detail, attr) = refused(status, &answer, &name);
             assert_eq!(detail, "Invalid UUID format", "{name}");
             assert_eq!(attr, None, "{name}");
@@ -116,8 +120,12 @@ async fn responses_are_archived_and_unarchived() {
         assert_eq!(answer, json!([]), "{name}");
 
         for _ in 0..2 {
-            let (status, answer) =
-                post(&world, &format!("{uri}responses/{response}/unarchive/"), None).await;
+            let (status, answer) = post(
+                &world,
+                &format!("{uri}responses/{response}/unarchive/"),
+                None,
+            )
+            .await;
             assert_eq!((status, answer), (StatusCode::OK, json!(200)), "{name}");
         }
         let (_, answer) = world.get(&archived_uri, Some(world.admin_key())).await;
@@ -184,7 +192,12 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
         )
         .await;
         let uri = format!("{}duplicate_to_projects/", survey_uri(&world, &source));
-        let (status, _) = post(&world, &format!("{}launch/", survey_uri(&world, &source)), None).await;
+        let (status, _) = post(
+            &world,
+            &format!("{}launch/", survey_uri(&world, &source)),
+            None,
+        )
+        .await;
         assert_eq!(status, StatusCode::OK, "{name}");
 
         // The body's shape.
@@ -207,18 +220,29 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
         // One target the caller may not use (another organization's, or none) fails the
         // whole request and writes nothing in the valid one.
         for bad in [world.foreign_project, 999_999] {
-            let (status, answer) =
-                post(&world, &uri, Some(json!({"target_team_ids": [second, bad]}))).await;
+            let (status, answer) = post(
+                &world,
+                &uri,
+                Some(json!({"target_team_ids": [second, bad]})),
+            )
+            .await;
             let (detail, attr) = refused(status, &answer, &format!("{name} {bad}"));
             assert_eq!(detail, NOT_ALLOWED, "{name} {bad}");
             assert_eq!(attr.as_deref(), Some("target_team_ids"), "{name}");
-            assert_eq!(listed(&world, second).await.len(), 0, "{name}: nothing written");
+            assert_eq!(
+                listed(&world, second).await.len(),
+                0,
+                "{name}: nothing written"
+            );
         }
         // More targets than one transaction holds.
         let many: Vec<i64> = (1_000..1_034).collect();
         let (status, answer) = post(&world, &uri, Some(json!({"target_team_ids": many}))).await;
         let (detail, attr) = refused(status, &answer, &name);
-        assert!(detail.starts_with("At most 33 target teams"), "{name} {detail}");
+        assert!(
+            detail.starts_with("At most 33 target teams"),
+            "{name} {detail}"
+        );
         assert_eq!(attr.as_deref(), Some("target_team_ids"), "{name}");
         // A survey that does not exist.
         let (status, _) = post(
@@ -242,7 +266,12 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
         let made = answer["created_surveys"].as_array().unwrap();
         assert_eq!(made.len(), 1, "{name}");
         assert_eq!(made[0]["team_id"], second, "{name}");
-        let mut keys: Vec<&str> = made[0].as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = made[0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         keys.sort_unstable();
         assert_eq!(keys, ["name", "survey_id", "team_id"], "{name}");
         let copy_name = made[0]["name"].as_str().unwrap();
@@ -261,7 +290,13 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
         let copy = &copies[0];
         assert_eq!(copy["id"], made[0]["survey_id"], "{name}");
         assert_eq!(copy["name"], copy_name, "{name}");
-        for field in ["description", "type", "appearance", "responses_limit", "enable_partial_responses"] {
+        for field in [
+            "description",
+            "type",
+            "appearance",
+            "responses_limit",
+            "enable_partial_responses",
+        ] {
             assert_eq!(copy[field], source[field], "{name}: {field}");
         }
         assert_eq!(
@@ -303,26 +338,44 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
                 .all(|entry| entry["value"].is_null()),
             "{name} {copy}"
         );
-        assert_eq!(copy["created_by"]["email"], world.bootstrap.user.email, "{name}");
+        assert_eq!(
+            copy["created_by"]["email"], world.bootstrap.user.email,
+            "{name}"
+        );
         // The source is untouched.
         let (_, again) = world
             .get(&survey_uri(&world, &source), Some(world.admin_key()))
             .await;
         assert_eq!(again["name"], "Source", "{name}");
-        assert_eq!(listed(&world, world.bootstrap.project.id).await.len(), 1, "{name}");
+        assert_eq!(
+            listed(&world, world.bootstrap.project.id).await.len(),
+            1,
+            "{name}"
+        );
         // Launching the copy gives it its internal flag.
         let (status, launched) = post(
             &world,
-            &format!("{}{}/launch/", surveys_uri_of(second), copy["id"].as_str().unwrap()),
+            &format!(
+                "{}{}/launch/",
+                surveys_uri_of(second),
+                copy["id"].as_str().unwrap()
+            ),
             None,
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{name} {launched}");
-        assert_eq!(launched["internal_targeting_flag"]["active"], true, "{name}");
+        assert_eq!(
+            launched["internal_targeting_flag"]["active"], true,
+            "{name}"
+        );
 
         // Several targets at once.
-        let (status, answer) =
-            post(&world, &uri, Some(json!({"target_team_ids": [third, world.bootstrap.project.id]}))).await;
+        let (status, answer) = post(
+            &world,
+            &uri,
+            Some(json!({"target_team_ids": [third, world.bootstrap.project.id]})),
+        )
+        .await;
         assert_eq!(status, StatusCode::CREATED, "{name} {answer}");
         assert_eq!(answer["count"], 2, "{name}");
         let teams: Vec<&Value> = answer["created_surveys"]
@@ -331,9 +384,17 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
             .iter()
             .map(|made| &made["team_id"])
             .collect();
-        assert_eq!(teams, [&json!(third), &json!(world.bootstrap.project.id)], "{name}");
+        assert_eq!(
+            teams,
+            [&json!(third), &json!(world.bootstrap.project.id)],
+            "{name}"
+        );
         assert_eq!(listed(&world, third).await.len(), 1, "{name}");
-        assert_eq!(listed(&world, world.bootstrap.project.id).await.len(), 2, "{name}");
+        assert_eq!(
+            listed(&world, world.bootstrap.project.id).await.len(),
+            2,
+            "{name}"
+        );
 
         // All or nothing at the store too: when a copy's name is taken in one target, no copy
         // is written in the other. The taken names cover every second this request may run in.
@@ -345,19 +406,30 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
             create_in(
                 &world,
                 fourth,
-                survey(&format!("Source (duplicated at {})", at.format("%Y-%m-%d %H:%M:%S"))),
+                survey(&format!(
+                    "Source (duplicated at {})",
+                    at.format("%Y-%m-%d %H:%M:%S")
+                )),
             )
             .await;
         }
-        let (status, answer) =
-            post(&world, &uri, Some(json!({"target_team_ids": [fifth, fourth]}))).await;
+        let (status, answer) = post(
+            &world,
+            &uri,
+            Some(json!({"target_team_ids": [fifth, fourth]})),
+        )
+        .await;
         assert!(
             Utc::now() < start + chrono::Duration::seconds(19),
             "{name}: too slow to tell"
         );
         let (_, attr) = refused(status, &answer, &name);
         assert_eq!(attr.as_deref(), Some("target_team_ids"), "{name}");
-        assert_eq!(listed(&world, fifth).await.len(), 0, "{name}: nothing written");
+        assert_eq!(
+            listed(&world, fifth).await.len(),
+            0,
+            "{name}: nothing written"
+        );
         assert_eq!(listed(&world, fourth).await.len(), 21, "{name}");
     }
 }
@@ -420,7 +492,10 @@ async fn stats_and_responses_refuse_bad_parameters() {
             ("limit=0".to_owned(), "limit"),
             ("limit=501".to_owned(), "limit"),
             ("score_gte=high&question_id=x".to_owned(), "score_gte"),
-            (format!("question_id={}", uuid::Uuid::new_v4()), "question_id"),
+            (
+                format!("question_id={}", uuid::Uuid::new_v4()),
+                "question_id",
+            ),
         ] {
             let (status, answer) = world
                 .get(&format!("{uri}responses/?{query}"), Some(world.admin_key()))
@@ -440,7 +515,10 @@ async fn stats_and_responses_refuse_bad_parameters() {
         // Responses and summaries read events: survey:read alone is not enough.
         let survey_read = world.key(&["survey:read"], None).await;
         let (status, _) = world
-            .get(&format!("{uri}responses/?question_id={question}"), Some(&survey_read))
+            .get(
+                &format!("{uri}responses/?question_id={question}"),
+                Some(&survey_read),
+            )
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
         let (status, _) = world
@@ -472,13 +550,27 @@ async fn headline(world: &World, survey: &Value, body: Option<Value>) -> Value {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{} {answer}", world.name());
-    let mut keys: Vec<&str> = answer.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = answer
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["has_more", "headline", "responses_sampled"], "{answer}");
+    assert_eq!(
+        keys,
+        ["has_more", "headline", "responses_sampled"],
+        "{answer}"
+    );
     answer
 }
 
-async fn summarize(world: &World, survey: &Value, query: &str, body: Option<Value>) -> (StatusCode, Value) {
+async fn summarize(
+    world: &World,
+    survey: &Value,
+    query: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     post(
         world,
         &format!("{}summarize_responses/?{query}", survey_uri(world, survey)),
@@ -522,7 +614,8 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
             "No questions in survey",
             "{name}"
         );
-        let (status, answer) = summarize(&world, &survey, &format!("question_id={rating}"), None).await;
+        let (status, answer) =
+            summarize(&world, &survey, &format!("question_id={rating}"), None).await;
         assert_eq!(status, StatusCode::OK, "{name} {answer}");
         assert_eq!(answer["content"], "No responses to analyze.", "{name}");
         assert_eq!(answer["response_count"], 0, "{name}");
@@ -532,10 +625,20 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
         let uuids: Vec<uuid::Uuid> = (0..6).map(|_| uuid::Uuid::new_v4()).collect();
         world
             .capture(vec![
-                sent(id, &[(&rating, json!(5)), (&choice, json!("Yes"))], "s1", uuids[0]),
+                sent(
+                    id,
+                    &[(&rating, json!(5)), (&choice, json!("Yes"))],
+                    "s1",
+                    uuids[0],
+                ),
                 sent(id, &[(&rating, json!(4))], "s2", uuids[1]),
                 sent(id, &[(&choice, json!("Yes"))], "s2", uuids[2]),
-                sent(id, &[(&rating, json!(3)), (&choice, json!("No"))], "s3", uuids[3]),
+                sent(
+                    id,
+                    &[(&rating, json!(3)), (&choice, json!("No"))],
+                    "s3",
+                    uuids[3],
+                ),
                 sent(
                     links["id"].as_str().unwrap(),
                     &[(&rating, json!(1))],
@@ -553,7 +656,11 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
                 "responses_sampled": 3, "has_more": false}),
             "{name}"
         );
-        let words = first["headline"].as_str().unwrap().split_whitespace().count();
+        let words = first["headline"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .count();
         assert!(words <= 20, "{name}: {words} words");
         // Stored: a new response does not change it until a refresh.
         world
@@ -582,7 +689,11 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
         // An archived response is left out.
         let (status, _) = post(
             &world,
-            &format!("{}responses/{}/archive/", survey_uri(&world, &survey), uuids[5]),
+            &format!(
+                "{}responses/{}/archive/",
+                survey_uri(&world, &survey),
+                uuids[5]
+            ),
             None,
         )
         .await;
@@ -599,13 +710,25 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
         assert!(read.get("headline_summary").is_none(), "{name}");
 
         // One question's summary: made, then answered from the survey.
-        let (status, made) = summarize(&world, &survey, &format!("question_id={rating}"), None).await;
+        let (status, made) =
+            summarize(&world, &survey, &format!("question_id={rating}"), None).await;
         assert_eq!(status, StatusCode::OK, "{name} {made}");
-        let mut keys: Vec<&str> = made.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = made
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         keys.sort_unstable();
         assert_eq!(
             keys,
-            ["cached", "content", "generated_at", "response_count", "trace_id"],
+            [
+                "cached",
+                "content",
+                "generated_at",
+                "response_count",
+                "trace_id"
+            ],
             "{name}"
         );
         assert!(
@@ -617,7 +740,10 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
         );
         assert_eq!(made["response_count"], 3, "{name}");
         assert_eq!(made["cached"], false, "{name}");
-        assert!(made["trace_id"].is_string() && made["generated_at"].is_string(), "{name}");
+        assert!(
+            made["trace_id"].is_string() && made["generated_at"].is_string(),
+            "{name}"
+        );
         let (_, cached) = summarize(&world, &survey, &format!("question_id={rating}"), None).await;
         let mut expected = made.clone();
         expected["cached"] = json!(true);
@@ -640,7 +766,8 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
         assert_eq!(choices["response_count"], 3, "{name} {choices}");
         // A question nobody answered is never stored.
         for _ in 0..2 {
-            let (_, nothing) = summarize(&world, &survey, &format!("question_id={open}"), None).await;
+            let (_, nothing) =
+                summarize(&world, &survey, &format!("question_id={open}"), None).await;
             assert_eq!(nothing["content"], "No responses to analyze.", "{name}");
             assert_eq!(nothing["cached"], false, "{name}");
         }
@@ -659,7 +786,11 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
         }
         let (status, _) = post(
             &world,
-            &format!("{}{}/summary_headline/", surveys_uri(&world), uuid::Uuid::new_v4()),
+            &format!(
+                "{}{}/summary_headline/",
+                surveys_uri(&world),
+                uuid::Uuid::new_v4()
+            ),
             None,
         )
         .await;

@@ -18,12 +18,10 @@ use survey_core::repository::{self, WriteError};
 use survey_core::validate::{self, SurveyBody, Targeting};
 use survey_core::{Survey, archive};
 
+use crate::search;
 use crate::shared::{
     Params, READ, UPDATE_ATTEMPTS, WRITE, load, render, render_written, truthy, write_error,
 };
-
-/// Longest `search` string (PostHog bounds it too).
-const MAX_SEARCH_CHARS: usize = 200;
 
 #[derive(Debug, Deserialize)]
 pub struct ListParams {
@@ -39,7 +37,8 @@ pub struct ListParams {
     offset: Option<String>,
 }
 
-/// `GET /surveys/`: newest first; with `search`, exact name matches first (`search_match_type`).
+/// `GET /surveys/`: newest first; with `search`, PostHog's matches (`search_match_type`, see
+/// [`search`]).
 pub async fn list(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -62,40 +61,25 @@ pub async fn list(
         surveys.retain(|s| ids.contains(&s.id.to_string().as_str()));
     }
     surveys.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-    let mut matches: Vec<(Survey, Option<&'static str>)> =
-        surveys.into_iter().map(|s| (s, None)).collect();
-    if let Some(search) = params
-        .search
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        if search.chars().count() > MAX_SEARCH_CHARS {
-            return Err(ApiError::validation(
-                "search",
-                format!("Ensure this field has no more than {MAX_SEARCH_CHARS} characters."),
-            ));
-        }
-        let needle = search.to_lowercase();
-        matches = matches
-            .into_iter()
-            .filter_map(|(survey, _)| {
-                let name = survey.name.to_lowercase();
-                let kind = if name == needle {
-                    "exact"
-                } else if name.contains(&needle)
-                    || survey.description.to_lowercase().contains(&needle)
-                {
-                    "similar"
-                } else {
-                    return None;
-                };
-                Some((survey, Some(kind)))
-            })
-            .collect();
-        // Stable: exact matches first, each group newest first.
-        matches.sort_by_key(|(_, kind)| *kind != Some("exact"));
-    }
+    let matches: Vec<(Survey, Option<&'static str>)> =
+        match params.search.as_deref().filter(|s| !s.trim().is_empty()) {
+            None => surveys.into_iter().map(|s| (s, None)).collect(),
+            Some(search) => {
+                if search.chars().count() > search::MAX_SEARCH_CHARS {
+                    return Err(ApiError::validation(
+                        "search",
+                        format!(
+                            "Search query must be {} characters or fewer.",
+                            search::MAX_SEARCH_CHARS
+                        ),
+                    ));
+                }
+                search::matches(surveys, search.trim())
+                    .into_iter()
+                    .map(|(s, kind)| (s, Some(kind)))
+                    .collect()
+            }
+        };
     let mut rendered = Vec::with_capacity(matches.len());
     for (index, (survey, kind)) in matches.iter().enumerate() {
         let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;

@@ -10,6 +10,7 @@ mod duplicate;
 mod lifecycle;
 mod public;
 mod responses;
+mod search;
 mod shared;
 mod stats;
 mod summaries;

@@ -33,10 +33,11 @@ pub async fn targeting_flag(store: &dyn Store, team_id: i64, id: i64) -> Result<
     }
 }
 
-/// No insights are stored in this product, so no id can name one.
+/// No insights are stored in this product, so no id can name one. PostHog raises this in the
+/// serializer's `validate()`: a non-field error (no `attr`), like the flag ids'.
 pub fn linked_insight(_id: i64) -> Result<(), ApiError> {
-    Err(ApiError::validation(
-        "linked_insight_id",
+    Err(ApiError::bad_request(
+        "invalid_input",
         "Insight with this ID does not exist",
     ))
 }
@@ -126,8 +127,9 @@ fn full_rollout(sent: &Value) -> Result<(), ApiError> {
         full && no_properties
     });
     if everyone {
+        // PostHog's code="invalid", which its exception handler answers as `invalid_input`.
         return Err(ApiError::bad_request(
-            "invalid",
+            "invalid_input",
             "Invalid operation: User targeting rolls out to everyone. If you want to roll out to everyone, delete this targeting",
         ));
     }

@@ -70,10 +70,7 @@ async fn referenced_flags_and_insights() {
     let insight = refused(&store, with(json!({"linked_insight_id": 1}))).await;
     assert_eq!(
         (insight.0.as_deref(), insight.2.as_str()),
-        (
-            Some("linked_insight_id"),
-            "Insight with this ID does not exist"
-        )
+        (None, "Insight with this ID does not exist")
     );
     let variant = |id: Value, variant: &str| {
         with(json!({"linked_flag_id": id, "conditions": {"linkedFlagVariant": variant}}))
@@ -114,7 +111,7 @@ async fn targeting_filters() {
     for filters in everyone {
         let (attr, code, detail) =
             refused(&store, with(json!({"targeting_flag_filters": filters}))).await;
-        assert_eq!((attr, code.as_str()), (None, "invalid"));
+        assert_eq!((attr, code.as_str()), (None, "invalid_input"));
         assert!(detail.starts_with("Invalid operation: User targeting rolls out to everyone."));
     }
     let email =
