@@ -152,6 +152,40 @@ impl World {
         answer
     }
 
+    /// The bootstrap project's survey collection.
+    pub fn surveys_uri(&self) -> String {
+        format!("/api/projects/{}/surveys/", self.bootstrap.project.id)
+    }
+
+    /// One survey (as answered by the API) of the bootstrap project.
+    pub fn survey_uri(&self, survey: &Value) -> String {
+        format!(
+            "{}{}/",
+            self.surveys_uri(),
+            survey["id"].as_str().unwrap_or("")
+        )
+    }
+
+    /// A JSON body sent with the admin key.
+    pub async fn send_json(&self, method: Method, uri: &str, body: Value) -> (StatusCode, Value) {
+        self.send(method, uri, Some(self.admin_key()), Some(&body.to_string()))
+            .await
+    }
+
+    /// Creates a survey in the bootstrap project with the admin key; it must be accepted (201).
+    pub async fn create_survey(&self, body: Value) -> Value {
+        let (status, created) = self
+            .send_json(Method::POST, &self.surveys_uri(), body.clone())
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "{} {body} {created}",
+            self.name()
+        );
+        created
+    }
+
     /// The bootstrap project's experiment collection.
     pub fn experiments_uri(&self) -> String {
         format!("/api/projects/{}/experiments/", self.bootstrap.project.id)

@@ -7,36 +7,6 @@ use api_tests::{World, error_shape};
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-fn surveys_uri(world: &World) -> String {
-    format!("/api/projects/{}/surveys/", world.bootstrap.project.id)
-}
-
-fn survey_uri(world: &World, survey: &Value) -> String {
-    format!("{}{}/", surveys_uri(world), survey["id"].as_str().unwrap())
-}
-
-async fn send(world: &World, method: Method, uri: &str, body: Value) -> (StatusCode, Value) {
-    world
-        .send(
-            method,
-            uri,
-            Some(world.admin_key()),
-            Some(&body.to_string()),
-        )
-        .await
-}
-
-async fn create(world: &World, body: Value) -> Value {
-    let (status, created) = send(world, Method::POST, &surveys_uri(world), body.clone()).await;
-    assert_eq!(
-        status,
-        StatusCode::CREATED,
-        "{} {body} {created}",
-        world.name()
-    );
-    created
-}
-
 fn survey(name: &str, description: &str) -> Value {
     json!({"name": name, "description": description, "type": "popover",
         "questions": [{"type": "open", "question": "What could be better?"}]})
@@ -45,7 +15,7 @@ fn survey(name: &str, description: &str) -> Value {
 async fn list(world: &World, query: &str) -> Value {
     let (status, page) = world
         .get(
-            &format!("{}?{query}", surveys_uri(world)),
+            &format!("{}?{query}", world.surveys_uri()),
             Some(world.admin_key()),
         )
         .await;
@@ -81,7 +51,7 @@ async fn list_pages_filters_and_searches_newest_first() {
             ("Pricing", "Asked after onboarding"),
             ("NPS", "Quarterly"),
         ] {
-            create(&world, survey(title, description)).await;
+            world.create_survey(survey(title, description)).await;
         }
         let all = list(&world, "").await;
         assert_eq!(all["count"], 4, "{name}");
@@ -134,13 +104,13 @@ async fn list_pages_filters_and_searches_newest_first() {
 
         // archived=true|false; without it, both.
         let pricing = all["results"][1].clone();
-        let (status, _) = send(
-            &world,
-            Method::PATCH,
-            &survey_uri(&world, &pricing),
-            json!({"archived": true}),
-        )
-        .await;
+        let (status, _) = world
+            .send_json(
+                Method::PATCH,
+                &world.survey_uri(&pricing),
+                json!({"archived": true}),
+            )
+            .await;
         assert_eq!(status, StatusCode::OK, "{name}");
         assert_eq!(
             names(&list(&world, "archived=true").await),
@@ -184,12 +154,12 @@ async fn list_pages_filters_and_searches_newest_first() {
             "{name}"
         );
         // With one, look-alikes are dropped: "nps" is in one name, "NPX" only looks like it.
-        create(&world, survey("NPX", "")).await;
+        world.create_survey(survey("NPX", "")).await;
         assert_eq!(names(&list(&world, "search=nps").await), ["NPS"], "{name}");
         assert_eq!(list(&world, "search=zzzz").await["count"], 0, "{name}");
         let (status, answer) = world
             .get(
-                &format!("{}?search={}", surveys_uri(&world), "x".repeat(201)),
+                &format!("{}?search={}", world.surveys_uri(), "x".repeat(201)),
                 Some(world.admin_key()),
             )
             .await;
@@ -237,20 +207,22 @@ async fn public_route_serves_the_sdk_with_the_project_token() {
     for world in World::all().await {
         let name = world.name();
         let token = &world.bootstrap.project.api_token;
-        let shown = create(&world, survey("Shown", "Notes nobody else reads")).await;
-        let hidden = create(&world, survey("Hidden", "")).await;
-        let (status, _) = send(
-            &world,
-            Method::PATCH,
-            &survey_uri(&world, &hidden),
-            json!({"archived": true}),
-        )
-        .await;
+        let shown = world
+            .create_survey(survey("Shown", "Notes nobody else reads"))
+            .await;
+        let hidden = world.create_survey(survey("Hidden", "")).await;
+        let (status, _) = world
+            .send_json(
+                Method::PATCH,
+                &world.survey_uri(&hidden),
+                json!({"archived": true}),
+            )
+            .await;
         assert_eq!(status, StatusCode::OK, "{name}");
         let (status, launched) = world
             .send(
                 Method::POST,
-                &format!("{}launch/", survey_uri(&world, &shown)),
+                &format!("{}launch/", world.survey_uri(&shown)),
                 Some(world.admin_key()),
                 None,
             )
@@ -334,10 +306,12 @@ fn activities(log: &Value) -> Vec<String> {
 async fn activity_log_of_one_survey_and_of_all() {
     for world in World::all().await {
         let name = world.name();
-        let created = create(&world, survey("Logged", "")).await;
-        let uri = survey_uri(&world, &created);
+        let created = world.create_survey(survey("Logged", "")).await;
+        let uri = world.survey_uri(&created);
         let id = created["id"].as_str().unwrap();
-        let (status, _) = send(&world, Method::PATCH, &uri, json!({"name": "Logged 2"})).await;
+        let (status, _) = world
+            .send_json(Method::PATCH, &uri, json!({"name": "Logged 2"}))
+            .await;
         assert_eq!(status, StatusCode::OK, "{name}");
         for action in ["launch", "stop"] {
             let (status, answer) = world
@@ -362,7 +336,9 @@ async fn activity_log_of_one_survey_and_of_all() {
                 .await;
             assert_eq!(status, StatusCode::OK, "{name} {action} {answer}");
         }
-        let (status, _) = send(&world, Method::PATCH, &uri, json!({"archived": true})).await;
+        let (status, _) = world
+            .send_json(Method::PATCH, &uri, json!({"archived": true}))
+            .await;
         assert_eq!(status, StatusCode::OK, "{name}");
 
         let (status, log) = world
@@ -442,14 +418,14 @@ async fn activity_log_of_one_survey_and_of_all() {
         assert_eq!(error_shape(&answer).1.as_deref(), Some("limit"), "{name}");
 
         // The whole family's log keeps a deleted survey's history, newest first.
-        create(&world, survey("Other", "")).await;
+        world.create_survey(survey("Other", "")).await;
         let (status, _) = world
             .send(Method::DELETE, &uri, Some(world.admin_key()), None)
             .await;
         assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
         let (status, all) = world
             .get(
-                &format!("{}activity/", surveys_uri(&world)),
+                &format!("{}activity/", world.surveys_uri()),
                 Some(world.admin_key()),
             )
             .await;
@@ -475,7 +451,7 @@ async fn activity_log_of_one_survey_and_of_all() {
         // Scope activity_log:read: survey:read alone is not enough; it alone is.
         let surveys_only = world.key(&["survey:read"], None).await;
         let log_only = world.key(&["activity_log:read"], None).await;
-        let all_uri = format!("{}activity/", surveys_uri(&world));
+        let all_uri = format!("{}activity/", world.surveys_uri());
         let (status, answer) = world.get(&all_uri, Some(&surveys_only)).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name} {answer}");
         error_shape(&answer);
@@ -488,9 +464,9 @@ async fn activity_log_of_one_survey_and_of_all() {
 async fn scopes_projects_and_missing_surveys() {
     for world in World::all().await {
         let name = world.name();
-        let uri = surveys_uri(&world);
-        let existing = create(&world, survey("Existing", "")).await;
-        let one = survey_uri(&world, &existing);
+        let uri = world.surveys_uri();
+        let existing = world.create_survey(survey("Existing", "")).await;
+        let one = world.survey_uri(&existing);
 
         // survey:read reads but does not write.
         let read_only = world.key(&["survey:read"], None).await;
@@ -579,7 +555,9 @@ async fn scopes_projects_and_missing_surveys() {
         let (status, answer) = world.get(&foreign, Some(world.admin_key())).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name} {answer}");
         error_shape(&answer);
-        let (status, _) = send(&world, Method::POST, &foreign, survey("Intruder", "")).await;
+        let (status, _) = world
+            .send_json(Method::POST, &foreign, survey("Intruder", ""))
+            .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
         // A survey of this project is not found through another project of the organization.
         let (status, _) = world

@@ -8,51 +8,17 @@ use api_tests::{World, error_shape};
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-fn surveys_uri(world: &World) -> String {
-    format!("/api/projects/{}/surveys/", world.bootstrap.project.id)
-}
-
-fn survey_uri(world: &World, survey: &Value) -> String {
-    format!("{}{}/", surveys_uri(world), survey["id"].as_str().unwrap())
-}
-
-async fn send(world: &World, method: Method, uri: &str, body: Value) -> (StatusCode, Value) {
-    world
-        .send(
-            method,
-            uri,
-            Some(world.admin_key()),
-            Some(&body.to_string()),
-        )
-        .await
-}
-
-async fn create(world: &World, body: Value) -> Value {
-    let (status, created) = send(world, Method::POST, &surveys_uri(world), body.clone()).await;
-    assert_eq!(
-        status,
-        StatusCode::CREATED,
-        "{} {body} {created}",
-        world.name()
-    );
-    created
-}
-
 async fn patch(world: &World, survey: &Value, body: Value) -> Value {
-    let (status, answer) = send(
-        world,
-        Method::PATCH,
-        &survey_uri(world, survey),
-        body.clone(),
-    )
-    .await;
+    let (status, answer) = world
+        .send_json(Method::PATCH, &world.survey_uri(survey), body.clone())
+        .await;
     assert_eq!(status, StatusCode::OK, "{} {body} {answer}", world.name());
     answer
 }
 
 async fn retrieve(world: &World, survey: &Value) -> Value {
     let (status, answer) = world
-        .get(&survey_uri(world, survey), Some(world.admin_key()))
+        .get(&world.survey_uri(survey), Some(world.admin_key()))
         .await;
     assert_eq!(status, StatusCode::OK, "{} {answer}", world.name());
     answer
@@ -63,7 +29,7 @@ async fn act(world: &World, survey: &Value, action: &str) -> Value {
     let (status, answer) = world
         .send(
             Method::POST,
-            &format!("{}{action}/", survey_uri(world, survey)),
+            &format!("{}{action}/", world.survey_uri(survey)),
             Some(world.admin_key()),
             None,
         )
@@ -208,9 +174,9 @@ async fn read_shape_internal_flag_launch_stop_and_question_ids() {
     for world in World::all().await {
         let name = world.name();
         let project = world.bootstrap.project.id;
-        let created = create(
-            &world,
-            json!({"name": "Shape", "description": "Internal notes", "type": "popover",
+        let created = world
+            .create_survey(
+                json!({"name": "Shape", "description": "Internal notes", "type": "popover",
                 "questions": [
                     open("What could be better?"),
                     {"type": "rating", "question": "How likely?", "scale": 10,
@@ -218,8 +184,8 @@ async fn read_shape_internal_flag_launch_stop_and_question_ids() {
                     {"type": "single_choice", "question": "Pick", "choices": ["A", "B"]}],
                 "conditions": {"url": "https://example.com", "urlMatchType": "icontains"},
                 "appearance": {"backgroundColor": "#ffffff"}}),
-        )
-        .await;
+            )
+            .await;
         let written: Vec<&str> = READ_FIELDS
             .iter()
             .copied()
@@ -423,7 +389,7 @@ async fn read_shape_internal_flag_launch_stop_and_question_ids() {
 async fn lifecycle_refusals_and_archiving() {
     for world in World::all().await {
         let name = world.name();
-        let survey = create(&world, body("Archived one", json!({}))).await;
+        let survey = world.create_survey(body("Archived one", json!({}))).await;
         let internal = survey["internal_targeting_flag"]["id"].clone();
         act(&world, &survey, "launch").await;
         assert_eq!(flag(&world, &internal).await.1["active"], true, "{name}");
@@ -445,7 +411,7 @@ async fn lifecycle_refusals_and_archiving() {
             let (status, answer) = world
                 .send(
                     Method::POST,
-                    &format!("{}{action}/", survey_uri(&world, &survey)),
+                    &format!("{}{action}/", world.survey_uri(&survey)),
                     Some(world.admin_key()),
                     None,
                 )
@@ -456,15 +422,13 @@ async fn lifecycle_refusals_and_archiving() {
         assert_eq!(back["internal_targeting_flag"]["active"], true, "{name}");
 
         // An end date in the past cannot be launched.
-        let ended = create(
-            &world,
-            body("Ended", json!({"end_date": "2020-01-01T00:00:00Z"})),
-        )
-        .await;
+        let ended = world
+            .create_survey(body("Ended", json!({"end_date": "2020-01-01T00:00:00Z"})))
+            .await;
         let (status, answer) = world
             .send(
                 Method::POST,
-                &format!("{}launch/", survey_uri(&world, &ended)),
+                &format!("{}launch/", world.survey_uri(&ended)),
                 Some(world.admin_key()),
                 None,
             )
@@ -486,7 +450,7 @@ async fn lifecycle_refusals_and_archiving() {
             let (status, answer) = world
                 .send(
                     Method::POST,
-                    &format!("{}{}/{action}/", surveys_uri(&world), uuid::Uuid::new_v4()),
+                    &format!("{}{}/{action}/", world.surveys_uri(), uuid::Uuid::new_v4()),
                     Some(world.admin_key()),
                     None,
                 )
@@ -504,11 +468,9 @@ async fn targeting_flag_is_made_updated_removed_and_deleted_with_the_survey() {
         let email = json!({"groups": [{"properties": [
             {"key": "email", "value": ["a@example.com"], "operator": "exact", "type": "person"}],
             "rollout_percentage": 50}]});
-        let survey = create(
-            &world,
-            body("Targeted", json!({"targeting_flag_filters": email})),
-        )
-        .await;
+        let survey = world
+            .create_survey(body("Targeted", json!({"targeting_flag_filters": email})))
+            .await;
         let targeting = survey["targeting_flag"].clone();
         assert_eq!(
             targeting["name"], "Targeting flag for survey Targeted",
@@ -558,13 +520,13 @@ async fn targeting_flag_is_made_updated_removed_and_deleted_with_the_survey() {
             "{name}"
         );
         // Filters that reach everyone are refused (surveys_validation_api.rs) and change nothing.
-        let (status, _) = send(
-            &world,
-            Method::PATCH,
-            &survey_uri(&world, &survey),
-            json!({"targeting_flag_filters": {"groups": [{"rollout_percentage": 100}]}}),
-        )
-        .await;
+        let (status, _) = world
+            .send_json(
+                Method::PATCH,
+                &world.survey_uri(&survey),
+                json!({"targeting_flag_filters": {"groups": [{"rollout_percentage": 100}]}}),
+            )
+            .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
         let (_, through_flags) = flag(&world, &targeting["id"]).await;
         assert_eq!(
@@ -597,7 +559,7 @@ async fn targeting_flag_is_made_updated_removed_and_deleted_with_the_survey() {
         let (status, answer) = world
             .send(
                 Method::DELETE,
-                &survey_uri(&world, &survey),
+                &world.survey_uri(&survey),
                 Some(world.admin_key()),
                 None,
             )
@@ -605,7 +567,7 @@ async fn targeting_flag_is_made_updated_removed_and_deleted_with_the_survey() {
         assert_eq!(status, StatusCode::NO_CONTENT, "{name} {answer}");
         assert_eq!(answer, Value::Null, "{name}");
         let (status, answer) = world
-            .get(&survey_uri(&world, &survey), Some(world.admin_key()))
+            .get(&world.survey_uri(&survey), Some(world.admin_key()))
             .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{name} {answer}");
         error_shape(&answer);
@@ -619,13 +581,13 @@ async fn targeting_flag_is_made_updated_removed_and_deleted_with_the_survey() {
         let (status, _) = world
             .send(
                 Method::DELETE,
-                &survey_uri(&world, &survey),
+                &world.survey_uri(&survey),
                 Some(world.admin_key()),
                 None,
             )
             .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{name}: deleted once");
-        create(&world, body("Targeted", json!({}))).await;
+        world.create_survey(body("Targeted", json!({}))).await;
     }
 }
 
@@ -633,16 +595,14 @@ async fn targeting_flag_is_made_updated_removed_and_deleted_with_the_survey() {
 async fn recurrence_wait_period_and_response_sampling_shape_the_flags() {
     for world in World::all().await {
         let name = world.name();
-        let survey = create(
-            &world,
-            body(
+        let survey = world
+            .create_survey(body(
                 "Recurring",
                 json!({"iteration_count": 2, "iteration_frequency_days": 30,
                     "start_date": "2030-01-01T00:00:00Z", "schedule": "recurring",
                     "conditions": {"seenSurveyWaitPeriodInDays": 7}}),
-            ),
-        )
-        .await;
+            ))
+            .await;
         let id = survey["id"].as_str().unwrap();
         assert_eq!(
             survey["iteration_start_dates"],
@@ -698,16 +658,14 @@ async fn recurrence_wait_period_and_response_sampling_shape_the_flags() {
 
         // Response sampling: the daily limits as PostHog stores them (a JSON string), and a
         // sampling flag.
-        let sampled = create(
-            &world,
-            body(
+        let sampled = world
+            .create_survey(body(
                 "Sampled",
                 json!({"response_sampling_start_date": "2030-01-01T00:00:00Z",
                     "response_sampling_interval_type": "day",
                     "response_sampling_interval": 2, "response_sampling_limit": 5}),
-            ),
-        )
-        .await;
+            ))
+            .await;
         assert_eq!(
             sampled["response_sampling_daily_limits"],
             "[{\"date\": \"2030-01-01T00:00:00+00:00\", \"daily_response_limit\": 3, \"rollout_percentage\": 50.0}, {\"date\": \"2030-01-02T00:00:00+00:00\", \"daily_response_limit\": 5, \"rollout_percentage\": 100.0}]",
@@ -746,15 +704,13 @@ async fn linked_flag_is_shown_minimal_and_through_its_keys() {
                     {"key": "control", "rollout_percentage": 50},
                     {"key": "test", "rollout_percentage": 50}]}}}))
             .await;
-        let survey = create(
-            &world,
-            body(
+        let survey = world
+            .create_survey(body(
                 "Linked",
                 json!({"linked_flag_id": multivariate["id"],
                     "conditions": {"linkedFlagVariant": "test"}}),
-            ),
-        )
-        .await;
+            ))
+            .await;
         assert_eq!(survey["linked_flag"]["id"], multivariate["id"], "{name}");
         assert_eq!(survey["linked_flag"]["key"], "linked-mv", "{name}");
         assert_eq!(
@@ -769,7 +725,7 @@ async fn linked_flag_is_shown_minimal_and_through_its_keys() {
         let (status, _) = world
             .send(
                 Method::DELETE,
-                &survey_uri(&world, &survey),
+                &world.survey_uri(&survey),
                 Some(world.admin_key()),
                 None,
             )

@@ -12,14 +12,6 @@ fn surveys_uri_of(project: i64) -> String {
     format!("/api/projects/{project}/surveys/")
 }
 
-fn surveys_uri(world: &World) -> String {
-    surveys_uri_of(world.bootstrap.project.id)
-}
-
-fn survey_uri(world: &World, survey: &Value) -> String {
-    format!("{}{}/", surveys_uri(world), survey["id"].as_str().unwrap())
-}
-
 async fn post(world: &World, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
     let body = body.map(|b| b.to_string());
     world
@@ -36,10 +28,6 @@ async fn create_in(world: &World, project: i64, body: Value) -> Value {
         world.name()
     );
     created
-}
-
-async fn create(world: &World, body: Value) -> Value {
-    create_in(world, world.bootstrap.project.id, body).await
 }
 
 fn survey(name: &str) -> Value {
@@ -79,8 +67,8 @@ fn refused(status: StatusCode, answer: &Value, context: &str) -> (String, Option
 async fn responses_are_archived_and_unarchived() {
     for world in World::all().await {
         let name = world.name();
-        let created = create(&world, survey("Archive")).await;
-        let uri = survey_uri(&world, &created);
+        let created = world.create_survey(survey("Archive")).await;
+        let uri = world.survey_uri(&created);
         for action in ["archive", "unarchive"] {
             let (status, answer) = post(
                 &world,
@@ -110,10 +98,10 @@ async fn responses_are_archived_and_unarchived() {
             "{name}"
         );
         // Another survey's archive is its own.
-        let other = create(&world, survey("Other")).await;
+        let other = world.create_survey(survey("Other")).await;
         let (_, answer) = world
             .get(
-                &format!("{}archived-response-uuids/", survey_uri(&world, &other)),
+                &format!("{}archived-response-uuids/", world.survey_uri(&other)),
                 Some(world.admin_key()),
             )
             .await;
@@ -151,7 +139,7 @@ async fn responses_are_archived_and_unarchived() {
             &world,
             &format!(
                 "{}{}/responses/{response}/archive/",
-                surveys_uri(&world),
+                world.surveys_uri(),
                 uuid::Uuid::new_v4()
             ),
             None,
@@ -176,9 +164,9 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
                     {"key": "control", "rollout_percentage": 50},
                     {"key": "test", "rollout_percentage": 50}]}}}))
             .await;
-        let source = create(
-            &world,
-            json!({"name": "Source", "description": "Copied along", "type": "popover",
+        let source = world
+            .create_survey(
+                json!({"name": "Source", "description": "Copied along", "type": "popover",
                 "questions": [
                     {"type": "open", "question": "Why?"},
                     {"type": "single_choice", "question": "Pick", "choices": ["A", "B"]}],
@@ -189,12 +177,12 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
                     {"key": "email", "value": ["a@example.com"], "operator": "exact",
                      "type": "person"}], "rollout_percentage": 50}]},
                 "responses_limit": 100, "enable_partial_responses": true}),
-        )
-        .await;
-        let uri = format!("{}duplicate_to_projects/", survey_uri(&world, &source));
+            )
+            .await;
+        let uri = format!("{}duplicate_to_projects/", world.survey_uri(&source));
         let (status, _) = post(
             &world,
-            &format!("{}launch/", survey_uri(&world, &source)),
+            &format!("{}launch/", world.survey_uri(&source)),
             None,
         )
         .await;
@@ -249,7 +237,7 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
             &world,
             &format!(
                 "{}{}/duplicate_to_projects/",
-                surveys_uri(&world),
+                world.surveys_uri(),
                 uuid::Uuid::new_v4()
             ),
             Some(json!({"target_team_ids": [second]})),
@@ -344,7 +332,7 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
         );
         // The source is untouched.
         let (_, again) = world
-            .get(&survey_uri(&world, &source), Some(world.admin_key()))
+            .get(&world.survey_uri(&source), Some(world.admin_key()))
             .await;
         assert_eq!(again["name"], "Source", "{name}");
         assert_eq!(
@@ -438,9 +426,9 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
 async fn stats_and_responses_refuse_bad_parameters() {
     for world in World::all().await {
         let name = world.name();
-        let created = create(&world, survey("Stats")).await;
-        let uri = survey_uri(&world, &created);
-        let all_stats = format!("{}stats/", surveys_uri(&world));
+        let created = world.create_survey(survey("Stats")).await;
+        let uri = world.survey_uri(&created);
+        let all_stats = format!("{}stats/", world.surveys_uri());
         for base in [format!("{uri}stats/"), all_stats.clone()] {
             for (query, attr) in [
                 ("date_from=not-a-date", "date_from"),
@@ -470,7 +458,7 @@ async fn stats_and_responses_refuse_bad_parameters() {
         }
         let (status, _) = world
             .get(
-                &format!("{}{}/stats/", surveys_uri(&world), uuid::Uuid::new_v4()),
+                &format!("{}{}/stats/", world.surveys_uri(), uuid::Uuid::new_v4()),
                 Some(world.admin_key()),
             )
             .await;
@@ -505,7 +493,7 @@ async fn stats_and_responses_refuse_bad_parameters() {
         }
         let (status, answer) = world
             .get(
-                &format!("{}responses_count/?survey_ids=nope", surveys_uri(&world)),
+                &format!("{}responses_count/?survey_ids=nope", world.surveys_uri()),
                 Some(world.admin_key()),
             )
             .await;
@@ -545,7 +533,7 @@ fn sent(survey: &str, answers: &[(&str, Value)], submission: &str, uuid: uuid::U
 async fn headline(world: &World, survey: &Value, body: Option<Value>) -> Value {
     let (status, answer) = post(
         world,
-        &format!("{}summary_headline/", survey_uri(world, survey)),
+        &format!("{}summary_headline/", world.survey_uri(survey)),
         body,
     )
     .await;
@@ -573,7 +561,7 @@ async fn summarize(
 ) -> (StatusCode, Value) {
     post(
         world,
-        &format!("{}summarize_responses/?{query}", survey_uri(world, survey)),
+        &format!("{}summarize_responses/?{query}", world.survey_uri(survey)),
         body,
     )
     .await
@@ -583,15 +571,13 @@ async fn summarize(
 async fn summaries_of_captured_responses_are_stored_until_refreshed() {
     for world in World::all().await {
         let name = world.name();
-        let survey = create(
-            &world,
-            json!({"name": "Feedback", "type": "popover", "questions": [
+        let survey = world
+            .create_survey(json!({"name": "Feedback", "type": "popover", "questions": [
                 {"type": "rating", "question": "How was it?", "scale": 5, "display": "number"},
                 {"type": "single_choice", "question": "Again?", "choices": ["Yes", "No"]},
                 {"type": "link", "question": "Docs", "link": "https://example.com"},
-                {"type": "open", "question": "Anything else?"}]}),
-        )
-        .await;
+                {"type": "open", "question": "Anything else?"}]}))
+            .await;
         let id = survey["id"].as_str().unwrap();
         let question = |i: usize| survey["questions"][i]["id"].as_str().unwrap().to_owned();
         let (rating, choice, open) = (question(0), question(1), question(3));
@@ -603,12 +589,10 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
             json!({"headline": "No responses yet", "responses_sampled": 0, "has_more": false}),
             "{name}"
         );
-        let links = create(
-            &world,
-            json!({"name": "Links", "type": "popover", "questions": [
-                {"type": "link", "question": "Docs", "link": "https://example.com"}]}),
-        )
-        .await;
+        let links = world
+            .create_survey(json!({"name": "Links", "type": "popover", "questions": [
+                {"type": "link", "question": "Docs", "link": "https://example.com"}]}))
+            .await;
         assert_eq!(
             headline(&world, &links, None).await["headline"],
             "No questions in survey",
@@ -691,7 +675,7 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
             &world,
             &format!(
                 "{}responses/{}/archive/",
-                survey_uri(&world, &survey),
+                world.survey_uri(&survey),
                 uuids[5]
             ),
             None,
@@ -705,7 +689,7 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
         );
         // The stored headline is not part of the survey's shape or its activity.
         let (_, read) = world
-            .get(&survey_uri(&world, &survey), Some(world.admin_key()))
+            .get(&world.survey_uri(&survey), Some(world.admin_key()))
             .await;
         assert!(read.get("headline_summary").is_none(), "{name}");
 
@@ -788,7 +772,7 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
             &world,
             &format!(
                 "{}{}/summary_headline/",
-                surveys_uri(&world),
+                world.surveys_uri(),
                 uuid::Uuid::new_v4()
             ),
             None,

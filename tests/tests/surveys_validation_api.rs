@@ -8,44 +8,10 @@ use api_tests::World;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-fn surveys_uri(world: &World) -> String {
-    format!("/api/projects/{}/surveys/", world.bootstrap.project.id)
-}
-
-fn survey_uri(world: &World, survey: &Value) -> String {
-    format!("{}{}/", surveys_uri(world), survey["id"].as_str().unwrap())
-}
-
-async fn send(world: &World, method: Method, uri: &str, body: Value) -> (StatusCode, Value) {
-    world
-        .send(
-            method,
-            uri,
-            Some(world.admin_key()),
-            Some(&body.to_string()),
-        )
-        .await
-}
-
-async fn create(world: &World, body: Value) -> Value {
-    let (status, created) = send(world, Method::POST, &surveys_uri(world), body.clone()).await;
-    assert_eq!(
-        status,
-        StatusCode::CREATED,
-        "{} {body} {created}",
-        world.name()
-    );
-    created
-}
-
 async fn patch(world: &World, survey: &Value, body: Value) -> Value {
-    let (status, answer) = send(
-        world,
-        Method::PATCH,
-        &survey_uri(world, survey),
-        body.clone(),
-    )
-    .await;
+    let (status, answer) = world
+        .send_json(Method::PATCH, &world.survey_uri(survey), body.clone())
+        .await;
     assert_eq!(status, StatusCode::OK, "{} {body} {answer}", world.name());
     answer
 }
@@ -129,7 +95,9 @@ async fn check_refused(
     wrong: &mut Vec<String>,
 ) {
     for refusal in refusals {
-        let (status, answer) = send(world, method.clone(), uri, refusal.body.clone()).await;
+        let (status, answer) = world
+            .send_json(method.clone(), uri, refusal.body.clone())
+            .await;
         if let Some(difference) = mismatch(refusal, status, &answer) {
             wrong.push(format!("{} {method} {difference}", world.name()));
         }
@@ -159,7 +127,7 @@ async fn create_refuses_every_invalid_field_with_posthogs_message() {
     let mut wrong = Vec::new();
     for world in World::all().await {
         let name = world.name();
-        let uri = surveys_uri(&world);
+        let uri = world.surveys_uri();
         let boolean = world
             .create_flag(json!({"key": "survey-boolean", "filters": {
                 "groups": [{"properties": [], "rollout_percentage": 100}]}}))
@@ -474,7 +442,7 @@ async fn create_refuses_every_invalid_field_with_posthogs_message() {
                 json!({"appearance": {"shuffleQuestions": true, "surveyPopupDelaySeconds": 0}}),
             ),
         ] {
-            create(&world, body(title, extra)).await;
+            world.create_survey(body(title, extra)).await;
         }
         let (_, listed) = world.get(&uri, Some(world.admin_key())).await;
         assert_eq!(listed["count"], 6, "{name}");
@@ -487,10 +455,10 @@ async fn names_are_unique_per_project_on_create_and_rename() {
     let mut wrong = Vec::new();
     for world in World::all().await {
         let name = world.name();
-        let uri = surveys_uri(&world);
-        create(&world, body("Taken", json!({}))).await;
-        let other = create(&world, body("Other", json!({}))).await;
-        let other_uri = survey_uri(&world, &other);
+        let uri = world.surveys_uri();
+        world.create_survey(body("Taken", json!({}))).await;
+        let other = world.create_survey(body("Other", json!({}))).await;
+        let other_uri = world.survey_uri(&other);
         check_refused(
             &world,
             Method::POST,
@@ -546,7 +514,7 @@ async fn names_are_unique_per_project_on_create_and_rename() {
         // Keeping one's own name is no clash; a rename frees the old name.
         patch(&world, &other, json!({"name": "Other", "description": "d"})).await;
         patch(&world, &other, json!({"name": "Renamed"})).await;
-        create(&world, body("Other", json!({}))).await;
+        world.create_survey(body("Other", json!({}))).await;
 
         // Another project of the organization may use the name.
         let second = common::provisioning::create_project(
@@ -557,28 +525,26 @@ async fn names_are_unique_per_project_on_create_and_rename() {
         )
         .await
         .unwrap();
-        let (status, answer) = send(
-            &world,
-            Method::POST,
-            &format!("/api/projects/{}/surveys/", second.id),
-            body("Taken", json!({})),
-        )
-        .await;
+        let (status, answer) = world
+            .send_json(
+                Method::POST,
+                &format!("/api/projects/{}/surveys/", second.id),
+                body("Taken", json!({})),
+            )
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{name} {answer}");
 
         // The update's own rule: a recurrence cannot shrink below the iteration it is in.
-        let recurring = create(
-            &world,
-            body(
+        let recurring = world
+            .create_survey(body(
                 "Recurring",
                 json!({"iteration_count": 3, "iteration_frequency_days": 7,
                     "start_date": "2030-01-01T00:00:00Z"}),
-            ),
-        )
-        .await;
+            ))
+            .await;
         assert_eq!(recurring["current_iteration"], 1, "{name}");
         patch(&world, &recurring, json!({"current_iteration": 3})).await;
-        let recurring_uri = survey_uri(&world, &recurring);
+        let recurring_uri = world.survey_uri(&recurring);
         check_refused(
             &world,
             Method::PATCH,
@@ -593,9 +559,7 @@ async fn names_are_unique_per_project_on_create_and_rename() {
         )
         .await;
         // Shuffling an existing survey's branching questions is the same conflict as on create.
-        let branching = create(
-            &world,
-            body(
+        let branching = world.create_survey(body(
                 "Branching",
                 json!({"questions": [{"type": "open", "question": "A", "branching": {"type": "end"}}]}),
             ),
@@ -604,7 +568,7 @@ async fn names_are_unique_per_project_on_create_and_rename() {
         check_refused(
             &world,
             Method::PATCH,
-            &survey_uri(&world, &branching),
+            &world.survey_uri(&branching),
             &[refusal(
                 json!({"appearance": {"shuffleQuestions": true}}),
                 "invalid_input",
