@@ -11,6 +11,7 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use tokio::net::TcpListener;
 
+mod client;
 mod duckdb;
 mod experiments;
 mod flags;
@@ -19,6 +20,7 @@ pub mod import;
 mod load;
 mod queries;
 pub mod query;
+mod surveys;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -58,6 +60,10 @@ pub enum BenchCommand {
     /// over generated events with persons exposed to the experiment's flag, beside the same
     /// per-variant sums in DuckDB over the same Parquet files.
     Experiments(experiments::Args),
+    /// `GET /api/projects/:id/surveys/:id/stats/` over generated events holding one survey's
+    /// shown, dismissed and sent events, beside the route's two queries in DuckDB SQL over the
+    /// same Parquet files.
+    Surveys(surveys::Args),
 }
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
@@ -99,6 +105,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Query(args) => query::run(args).await,
         BenchCommand::Flags(args) => flags::run(args).await,
         BenchCommand::Experiments(args) => experiments::run(args).await,
+        BenchCommand::Surveys(args) => surveys::run(args).await,
     }
 }
 

@@ -2,68 +2,13 @@
 //! would: `POST /api/projects/:id/feature_flags/`, then `POST /api/projects/:id/experiments/`
 //! naming the flag's key (the existing flag is reused).
 
-use std::net::SocketAddr;
-
 use anyhow::{Context, bail};
 use chrono::{DateTime, SecondsFormat, Utc};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper::client::conn::http1::SendRequest;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::data::VARIANTS;
-use crate::bench::load::connect;
-
-/// One keep-alive connection for the setup requests.
-pub(super) struct Client {
-    sender: SendRequest<Full<Bytes>>,
-    address: SocketAddr,
-    key: String,
-}
-
-/// An answer: status and body (JSON, or `Null` when it is not).
-pub(super) struct Answer {
-    pub(super) status: hyper::StatusCode,
-    pub(super) body: Value,
-    pub(super) text: String,
-}
-
-impl Client {
-    pub(super) async fn new(address: SocketAddr, key: &str) -> anyhow::Result<Self> {
-        Ok(Self {
-            sender: connect(address).await?,
-            address,
-            key: key.to_owned(),
-        })
-    }
-
-    pub(super) async fn send(
-        &mut self,
-        method: hyper::Method,
-        path: &str,
-        body: &Value,
-    ) -> anyhow::Result<Answer> {
-        if self.sender.ready().await.is_err() {
-            self.sender = connect(self.address).await?;
-        }
-        let request = hyper::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", self.address.to_string())
-            .header("authorization", format!("Bearer {}", self.key))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))?;
-        let response = self.sender.send_request(request).await?;
-        let status = response.status();
-        let bytes = response.into_body().collect().await?.to_bytes();
-        Ok(Answer {
-            status,
-            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-        })
-    }
-}
+pub(super) use crate::bench::client::Client;
 
 #[derive(Debug, Deserialize)]
 struct Created {
