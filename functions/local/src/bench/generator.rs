@@ -6,6 +6,13 @@ use common::staging::StagedEvent;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use std::time::{Duration, Instant};
+
+use common::AppState;
+use engine::import::{ImportReport, Importer};
+use engine::rows::ParsedRows;
+use indicatif::{ProgressBar, ProgressStyle};
+
 use super::load::Rng;
 
 /// (event, weight in per mille)
@@ -275,4 +282,59 @@ impl Generator {
             elements_chain,
         }
     }
+}
+
+/// Events generated a chunk at a time: what the benches load.
+pub(crate) trait EventSource {
+    /// How many events there will be in all.
+    fn total(&self) -> u64;
+    /// How many were handed out so far.
+    fn generated(&self) -> u64;
+    /// The next `n` events (fewer at the end), in time order.
+    fn chunk(&mut self, n: usize) -> Vec<StagedEvent>;
+}
+
+impl EventSource for Generator {
+    fn total(&self) -> u64 {
+        self.total
+    }
+
+    fn generated(&self) -> u64 {
+        Generator::generated(self)
+    }
+
+    fn chunk(&mut self, n: usize) -> Vec<StagedEvent> {
+        Generator::chunk(self, n)
+    }
+}
+
+/// Events generated and handed to the importer at a time.
+const CHUNK: usize = 50_000;
+
+/// Every event of `source` through the bulk importer into `project`'s table, with a progress
+/// bar; the importer's report and how much of its time went to generating.
+pub(crate) async fn import(
+    state: &AppState,
+    project: i64,
+    source: &mut impl EventSource,
+) -> anyhow::Result<(ImportReport, Duration)> {
+    let bar = ProgressBar::new(source.total()).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} events ({per_sec}, {eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut importer = Importer::new(state.clone(), project).await?;
+    let mut generating = Duration::ZERO;
+    loop {
+        let started = Instant::now();
+        let chunk = source.chunk(CHUNK);
+        generating += started.elapsed();
+        if chunk.is_empty() {
+            break;
+        }
+        importer.push(ParsedRows::from_staged(chunk)).await?;
+        bar.set_position(source.generated());
+    }
+    let report = importer.finish().await?;
+    bar.finish_and_clear();
+    Ok((report, generating))
 }

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use axum::extract::Request;
@@ -14,21 +14,17 @@ use chrono::{DurationRound, TimeDelta, Utc};
 use common::AppState;
 use common::config::{Backend, Config};
 use common::models::User;
-use engine::rows::ParsedRows;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
 use super::duckdb::{same_numbers, time_duckdb};
-use super::generator::Generator;
+use super::generator::{Generator, import};
 use super::load::connect;
 use super::queries::QUERIES;
 
-/// Events generated and handed to the importer at a time.
-const CHUNK: usize = 50_000;
 /// Untimed runs before the timed ones.
 pub(super) const WARMUP: usize = 1;
 
@@ -222,24 +218,7 @@ async fn load(state: &AppState, project: i64, args: &Args) -> anyhow::Result<()>
         (args.events / 100).max(1),
     );
     let mut generator = Generator::new(args.seed, args.events, end);
-    let bar = ProgressBar::new(args.events).with_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} events ({per_sec}, {eta} left)")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut importer = engine::import::Importer::new(state.clone(), project).await?;
-    let mut generating = Duration::ZERO;
-    loop {
-        let started = Instant::now();
-        let chunk = generator.chunk(CHUNK);
-        generating += started.elapsed();
-        if chunk.is_empty() {
-            break;
-        }
-        importer.push(ParsedRows::from_staged(chunk)).await?;
-        bar.set_position(generator.generated());
-    }
-    let report = importer.finish().await?;
-    bar.finish_and_clear();
+    let (report, generating) = import(state, project, &mut generator).await?;
     let loading = (report.seconds - generating.as_secs_f64()).max(1e-9);
     println!(
         "loaded {} events in {:.1} s ({} commits): {:.0} rows/s through the importer \

@@ -324,6 +324,20 @@ fn plan_person(
     }
 }
 
+impl crate::bench::generator::EventSource for Generator {
+    fn total(&self) -> u64 {
+        Generator::total(self)
+    }
+
+    fn generated(&self) -> u64 {
+        Generator::generated(self)
+    }
+
+    fn chunk(&mut self, n: usize) -> Vec<StagedEvent> {
+        Generator::chunk(self, n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

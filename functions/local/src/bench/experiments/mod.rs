@@ -11,22 +11,19 @@ mod metrics;
 mod setup;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::bail;
 use chrono::{DurationRound, TimeDelta, Utc};
 use common::AppState;
-use engine::rows::ParsedRows;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use super::duckdb::{same_numbers, time_duckdb_queries};
+use super::generator::import;
 use super::query::{WARMUP, embedded_state, project_and_key, serve, table_files};
 use metrics::{BenchMetric, our_rows, same_keys};
 use setup::Client;
 
-/// Events generated and handed to the importer at a time.
-const CHUNK: usize = 50_000;
 const FLAG_KEY: &str = "bench-experiment";
 
 #[derive(Debug, clap::Args)]
@@ -154,24 +151,7 @@ async fn load(
             args.events
         );
     }
-    let bar = ProgressBar::new(generator.total()).with_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} events ({per_sec}, {eta} left)")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut importer = engine::import::Importer::new(state.clone(), project).await?;
-    let mut generating = Duration::ZERO;
-    loop {
-        let started = Instant::now();
-        let chunk = generator.chunk(CHUNK);
-        generating += started.elapsed();
-        if chunk.is_empty() {
-            break;
-        }
-        importer.push(ParsedRows::from_staged(chunk)).await?;
-        bar.set_position(generator.generated());
-    }
-    let report = importer.finish().await?;
-    bar.finish_and_clear();
+    let (report, generating) = import(state, project, &mut generator).await?;
     println!(
         "loaded {} events in {:.1} s ({} commits; {:.1} s of it generating)",
         report.rows,
