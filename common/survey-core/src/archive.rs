@@ -44,6 +44,11 @@ pub async fn list(
     Ok(items.into_iter().map(|a| a.response_uuid).collect())
 }
 
+/// Every archived response of the project's surveys (one prefix query).
+pub async fn list_all(store: &dyn Store, team_id: i64) -> Result<Vec<Archived>, StoreError> {
+    store::list_prefix(store, &team_pk(team_id), PREFIX).await
+}
+
 /// Archives `response`; false when it already was (nothing written, nothing logged).
 pub async fn archive(
     store: &dyn Store,

@@ -16,7 +16,6 @@ use feature_flags::model::{SURVEY_FLAG_PREFIX, SURVEY_INTERNAL_SUFFIX};
 use feature_flags::repository::{self as flag_repository, NewFlag, Stored as StoredFlag};
 use rand::RngCore;
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use crate::Survey;
 use crate::render::Flags;
@@ -54,6 +53,18 @@ impl Owned {
             internal_targeting: stored(survey.internal_targeting_flag_id).await?,
             internal_response_sampling: stored(survey.internal_response_sampling_flag_id).await?,
         })
+    }
+
+    /// The flags `survey` names among a project's live flags (e.g. the per-process copy the SDK
+    /// routes read), with no Store call.
+    pub fn among<'a>(survey: &Survey, live: &'a [FeatureFlag]) -> Flags<'a> {
+        let find = |id: Option<i64>| id.and_then(|id| live.iter().find(|flag| flag.id == id));
+        Flags {
+            linked: find(survey.linked_flag_id),
+            targeting: find(survey.targeting_flag_id),
+            internal_targeting: find(survey.internal_targeting_flag_id),
+            internal_response_sampling: find(survey.internal_response_sampling_flag_id),
+        }
     }
 
     /// The flags as rendering wants them.
@@ -297,9 +308,4 @@ pub fn internal_filters(survey: &Survey) -> FlagFilters {
         groups,
         ..Default::default()
     }
-}
-
-/// A fresh id for a survey that is not stored yet.
-pub fn new_id() -> Uuid {
-    Uuid::now_v7()
 }

@@ -20,7 +20,8 @@ use survey_core::{Survey, archive};
 
 use crate::search;
 use crate::shared::{
-    Params, READ, UPDATE_ATTEMPTS, WRITE, load, render, render_written, truthy, write_error,
+    Params, READ, UPDATE_ATTEMPTS, WRITE, creator, load, render, render_written, truthy,
+    write_error,
 };
 
 #[derive(Debug, Deserialize)]
@@ -80,6 +81,9 @@ pub async fn list(
                     .collect()
             }
         };
+    // One read of the project's flags and one per creator serve the whole page.
+    let live = feature_flags::repository::list_live(store, project.id).await?;
+    let mut creators = std::collections::HashMap::new();
     let mut rendered = Vec::with_capacity(matches.len());
     for (index, (survey, kind)) in matches.iter().enumerate() {
         let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
@@ -87,9 +91,20 @@ pub async fn list(
             rendered.push(Value::Null); // outside the page: only counted
             continue;
         }
-        let mut answer = render(store, survey).await?;
-        answer["search_match_type"] = json!(kind);
-        rendered.push(answer);
+        let made_by = match creators.get(&survey.created_by) {
+            Some(known) => Value::clone(known),
+            None => {
+                let found = creator(store, survey).await?;
+                creators.insert(survey.created_by, found.clone());
+                found
+            }
+        };
+        rendered.push(survey_core::render::searched(
+            survey,
+            &Owned::among(survey, &live),
+            made_by,
+            *kind,
+        ));
     }
     Ok(axum::Json(pagination.page(&rendered)).into_response())
 }

@@ -127,7 +127,7 @@ fn copy_of(
     at: chrono::DateTime<chrono::Utc>,
 ) -> Survey {
     let mut copy = source.clone();
-    copy.id = survey_core::flags::new_id();
+    copy.id = uuid::Uuid::now_v7();
     copy.team_id = team_id;
     copy.name = format!("{}{suffix}", source.name);
     for question in &mut copy.questions {

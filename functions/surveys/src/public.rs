@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use common::AppState;
-use common::error::ApiResult;
+use common::error::{ApiError, ApiResult};
 use common::project_tokens;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -31,10 +31,15 @@ pub async fn surveys(
     let mut surveys = repository::list(store, team_id).await?;
     surveys.retain(|survey| !survey.archived);
     surveys.sort_by_key(|s| std::cmp::Reverse(s.created_at));
-    let mut rendered: Vec<Value> = Vec::with_capacity(surveys.len());
-    for survey in &surveys {
-        let owned = Owned::load(store, survey).await?;
-        rendered.push(survey_core::render::sdk(survey, &owned.as_flags()));
-    }
+    // Every page load of posthog-js asks: the flags come from this process's copy of the
+    // project's flags (the one `/flags` reads), not from a Store read per survey.
+    let flags = feature_flags::cache::project_flags(&state, team_id)
+        .await
+        .map_err(ApiError::from)?;
+    let live = flags.flags.flags();
+    let rendered: Vec<Value> = surveys
+        .iter()
+        .map(|survey| survey_core::render::sdk(survey, &Owned::among(survey, live)))
+        .collect();
     Ok(axum::Json(json!({"surveys": rendered, "survey_config": null})).into_response())
 }

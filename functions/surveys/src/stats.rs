@@ -139,14 +139,16 @@ pub async fn responses_count(
             Some(wanted)
         }
     };
-    let mut archived = Vec::new();
-    if truthy(params.exclude_archived.as_deref()) {
-        for survey in &surveys {
-            if only.as_ref().is_none_or(|ids| ids.contains(&survey.id)) {
-                archived.extend(archive::list(store, project.id, survey.id).await?);
-            }
-        }
-    }
+    let archived: Vec<Uuid> = if truthy(params.exclude_archived.as_deref()) {
+        archive::list_all(store, project.id)
+            .await?
+            .into_iter()
+            .filter(|a| only.as_ref().is_none_or(|ids| ids.contains(&a.survey_id)))
+            .map(|a| a.response_uuid)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let surveys: Vec<&Survey> = surveys.iter().collect();
     let answer = query_service::surveys::responses_count(
         &state,
