@@ -4,6 +4,7 @@
 mod aliases;
 mod functions;
 mod funnel;
+pub mod materialize;
 mod parse;
 pub mod query_log;
 mod results;
@@ -27,7 +28,10 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
-pub use rewrite::{Bindings, DEFAULT_LIMIT, MAX_LIMIT};
+/// A materialization's result travels as Arrow from the engine to object storage.
+pub use datafusion::arrow::array::RecordBatch as ArrowBatch;
+pub use datafusion::arrow::datatypes::SchemaRef;
+pub use rewrite::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};
 pub use tables::ALL as TABLES;
 
 #[derive(Debug, thiserror::Error)]
@@ -144,19 +148,43 @@ pub struct Prepared {
     pub sql: String,
     statement: Statement,
     pub tables: Vec<String>,
-    pub paginated: bool,
+    /// The page the result is (its extra row tells `hasMore`), when it is one.
+    pub page: Option<Page>,
 }
 
 pub fn prepare(text: &str, bindings: &Bindings) -> Result<Prepared, QueryError> {
+    prepare_window(text, bindings, Window::Query)
+}
+
+/// [`prepare`], with the top-level LIMIT set by `window` (a caller's page, or the whole result).
+pub fn prepare_window(
+    text: &str,
+    bindings: &Bindings,
+    window: Window,
+) -> Result<Prepared, QueryError> {
     let parsed = parse::parse(text)?;
+    prepare_parsed(parsed, bindings, window)
+}
+
+fn prepare_parsed(
+    parsed: parse::Parsed,
+    bindings: &Bindings,
+    window: Window,
+) -> Result<Prepared, QueryError> {
     let hogql = parsed.query.to_string().replace('`', "");
-    let rewritten = rewrite::rewrite(*parsed.query, &parsed.placeholders, bindings, tables::ALL)?;
+    let rewritten = rewrite::rewrite(
+        *parsed.query,
+        &parsed.placeholders,
+        bindings,
+        tables::ALL,
+        window,
+    )?;
     Ok(Prepared {
         hogql,
         sql: rewritten.query.to_string(),
         statement: Statement::Query(Box::new(rewritten.query)),
         tables: rewritten.tables,
-        paginated: rewritten.paginated,
+        page: rewritten.page,
     })
 }
 
@@ -268,38 +296,7 @@ impl Session {
         limits: &Limits,
     ) -> Result<Output, QueryError> {
         let started = Instant::now();
-        let ctx = self.ctx.clone();
-        let statement = prepared.statement.clone();
-        // Planning (which folds constants) and execution run on the query runtime, so a long
-        // query never starves the server (or the poll that cancels it); dropping this future
-        // aborts the task there.
-        let work = async move {
-            let state = ctx.state();
-            let plan = state
-                .statement_to_plan(DfStatement::Statement(Box::new(statement)))
-                .await?;
-            let physical = state.create_physical_plan(&plan).await?;
-            let planned = started.elapsed().as_secs_f64();
-            let batches = collect(physical.clone(), ctx.task_ctx()).await?;
-            Ok::<_, DataFusionError>((physical, planned, batches))
-        };
-        let running = AbortOnDrop(query_runtime().spawn(work));
-        let (physical, planned, batches) = match tokio::time::timeout(limits.timeout, running).await
-        {
-            Ok(Ok(result)) => result.map_err(classify)?,
-            Ok(Err(join)) => return Err(QueryError::internal(join)),
-            Err(_) => return Err(QueryError::Timeout),
-        };
-        let batches: Vec<RecordBatch> = batches;
-        // The plan with each operator's rows and time, for finding what a slow query spends on.
-        if tracing::enabled!(target: "engine::plan", tracing::Level::DEBUG) {
-            let shown = datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(
-                physical.as_ref(),
-            )
-            .indent(true)
-            .to_string();
-            tracing::debug!(target: "engine::plan", "executed plan:\n{shown}");
-        }
+        let (physical, planned, batches) = self.run(prepared, limits).await?;
         let executed = started.elapsed().as_secs_f64() - planned;
         let schema = physical.schema();
         let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
@@ -314,12 +311,13 @@ impl Session {
             })
             .collect();
         let mut rows = results::rows(&batches, self.zone);
-        let (has_more, limit, offset) = if prepared.paginated {
-            let more = rows.len() as u64 > DEFAULT_LIMIT;
-            rows.truncate(DEFAULT_LIMIT as usize);
-            (Some(more), Some(DEFAULT_LIMIT), Some(0))
-        } else {
-            (None, None, None)
+        let (has_more, limit, offset) = match prepared.page {
+            Some(page) => {
+                let more = rows.len() as u64 > page.limit;
+                rows.truncate(page.limit as usize);
+                (Some(more), Some(page.limit), Some(page.offset))
+            }
+            None => (None, None, None),
         };
         let (read_rows, read_bytes) = scanned(physical.as_ref());
         let result_bytes = batches
@@ -344,6 +342,82 @@ impl Session {
                 (".".into(), started.elapsed().as_secs_f64()),
             ],
         })
+    }
+}
+
+impl Session {
+    /// Plans and runs `prepared` under `limits`: the physical plan (with its metrics), the
+    /// seconds planning took, and the result batches.
+    async fn run(
+        &self,
+        prepared: &Prepared,
+        limits: &Limits,
+    ) -> Result<(Arc<dyn ExecutionPlan>, f64, Vec<RecordBatch>), QueryError> {
+        let started = Instant::now();
+        let ctx = self.ctx.clone();
+        let statement = prepared.statement.clone();
+        // Planning (which folds constants) and execution run on the query runtime, so a long
+        // query never starves the server (or the poll that cancels it); dropping this future
+        // aborts the task there.
+        let work = async move {
+            let state = ctx.state();
+            let plan = state
+                .statement_to_plan(DfStatement::Statement(Box::new(statement)))
+                .await?;
+            let physical = state.create_physical_plan(&plan).await?;
+            let planned = started.elapsed().as_secs_f64();
+            let batches = collect(physical.clone(), ctx.task_ctx()).await?;
+            Ok::<_, DataFusionError>((physical, planned, batches))
+        };
+        let running = AbortOnDrop(query_runtime().spawn(work));
+        let (physical, planned, batches) = match tokio::time::timeout(limits.timeout, running).await
+        {
+            Ok(Ok(result)) => result.map_err(classify)?,
+            Ok(Err(join)) => return Err(QueryError::internal(join)),
+            Err(_) => return Err(QueryError::Timeout),
+        };
+        // The plan with each operator's rows and time, for finding what a slow query spends on.
+        if tracing::enabled!(target: "engine::plan", tracing::Level::DEBUG) {
+            let shown = datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(
+                physical.as_ref(),
+            )
+            .indent(true)
+            .to_string();
+            tracing::debug!(target: "engine::plan", "executed plan:\n{shown}");
+        }
+        Ok((physical, planned, batches))
+    }
+
+    /// Runs `prepared` and answers its Arrow result as is (a materialization stores it).
+    pub async fn collect(
+        &self,
+        prepared: &Prepared,
+        limits: &Limits,
+    ) -> Result<(datafusion::arrow::datatypes::SchemaRef, Vec<RecordBatch>), QueryError> {
+        let (physical, _, batches) = self.run(prepared, limits).await?;
+        Ok((physical.schema(), batches))
+    }
+
+    /// The result's columns and their types, found by planning `prepared` without running it.
+    pub async fn columns(&self, prepared: &Prepared) -> Result<Vec<(String, String)>, QueryError> {
+        let statement = DfStatement::Statement(Box::new(prepared.statement.clone()));
+        let plan = self
+            .ctx
+            .state()
+            .statement_to_plan(statement)
+            .await
+            .map_err(classify)?;
+        Ok(plan
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| {
+                (
+                    f.name().clone(),
+                    results::clickhouse_type(f, self.zone.name()),
+                )
+            })
+            .collect())
     }
 }
 

@@ -33,12 +33,33 @@ pub struct Bindings {
     pub filters: Option<String>,
 }
 
+/// How the top-level LIMIT is set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Window {
+    /// The query's own LIMIT (capped at [`MAX_LIMIT`]), else the default page.
+    #[default]
+    Query,
+    /// A caller's page over the query (an endpoint run's `limit` / `offset`), replacing the
+    /// query's own LIMIT and OFFSET.
+    Page(Page),
+    /// The whole result, up to `rows` (one more is asked for, to tell it was cut): what a
+    /// materialization stores.
+    All { rows: u64 },
+}
+
+/// A page of results: one extra row is asked for, to tell `hasMore`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub limit: u64,
+    pub offset: u64,
+}
+
 pub struct Rewritten {
     pub query: Query,
     /// The project tables the query names.
     pub tables: Vec<String>,
-    /// No LIMIT was given: one extra row was asked for, to tell `hasMore`.
-    pub paginated: bool,
+    /// The page asked for, when the result is one (no LIMIT given, or a caller's page).
+    pub page: Option<Page>,
 }
 
 pub fn rewrite(
@@ -46,6 +67,7 @@ pub fn rewrite(
     placeholders: &[String],
     bindings: &Bindings,
     tables: &[&str],
+    window: Window,
 ) -> Result<Rewritten, QueryError> {
     let mut names = CteNames::default();
     let _ = Visit::visit(&query, &mut names);
@@ -74,13 +96,27 @@ pub fn rewrite(
     if let ControlFlow::Break(error) = VisitMut::visit(&mut query, &mut rewriter) {
         return Err(error);
     }
-    let paginated = apply_top_level_limit(&mut query)?;
+    let page = match window {
+        Window::Query => apply_top_level_limit(&mut query)?,
+        Window::Page(page) => {
+            let page = Page {
+                limit: page.limit.min(MAX_LIMIT),
+                offset: page.offset,
+            };
+            set_limit(&mut query, page.limit + 1, page.offset);
+            Some(page)
+        }
+        Window::All { rows } => {
+            set_limit(&mut query, rows + 1, 0);
+            None
+        }
+    };
     let mut tables: Vec<String> = rewriter.used.into_iter().collect();
     tables.sort();
     Ok(Rewritten {
         query,
         tables,
-        paginated,
+        page,
     })
 }
 
@@ -253,7 +289,23 @@ fn is_count(expr: &Expr) -> bool {
     }
 }
 
-fn apply_top_level_limit(query: &mut Query) -> Result<bool, QueryError> {
+/// The query's top-level LIMIT and OFFSET become `limit` and `offset` (a LIMIT BY stays).
+fn set_limit(query: &mut Query, limit: u64, offset: u64) {
+    let limit_by = match query.limit_clause.take() {
+        Some(LimitClause::LimitOffset { limit_by, .. }) => limit_by,
+        _ => Vec::new(),
+    };
+    query.limit_clause = Some(LimitClause::LimitOffset {
+        limit: Some(number(limit)),
+        offset: (offset > 0).then(|| datafusion::sql::sqlparser::ast::Offset {
+            value: number(offset),
+            rows: datafusion::sql::sqlparser::ast::OffsetRows::None,
+        }),
+        limit_by,
+    });
+}
+
+fn apply_top_level_limit(query: &mut Query) -> Result<Option<Page>, QueryError> {
     match &mut query.limit_clause {
         None => {
             query.limit_clause = Some(LimitClause::LimitOffset {
@@ -261,7 +313,10 @@ fn apply_top_level_limit(query: &mut Query) -> Result<bool, QueryError> {
                 offset: None,
                 limit_by: Vec::new(),
             });
-            Ok(true)
+            Ok(Some(Page {
+                limit: DEFAULT_LIMIT,
+                offset: 0,
+            }))
         }
         Some(LimitClause::LimitOffset { limit, .. }) => {
             if let Some(expr) = limit {
@@ -270,17 +325,17 @@ fn apply_top_level_limit(query: &mut Query) -> Result<bool, QueryError> {
             } else {
                 *limit = Some(number(MAX_LIMIT));
             }
-            Ok(false)
+            Ok(None)
         }
         Some(LimitClause::OffsetCommaLimit { limit, .. }) => {
             let value = constant_u64(limit, "LIMIT")?;
             *limit = number(value.min(MAX_LIMIT));
-            Ok(false)
+            Ok(None)
         }
     }
 }
 
-fn constant_u64(expr: &Expr, clause: &str) -> Result<u64, QueryError> {
+pub(super) fn constant_u64(expr: &Expr, clause: &str) -> Result<u64, QueryError> {
     match expr {
         Expr::Value(value) => match &value.value {
             Value::Number(text, _) => text
