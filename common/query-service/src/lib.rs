@@ -18,6 +18,7 @@
 mod cache;
 mod caller;
 pub mod cohorts;
+pub mod endpoints;
 pub mod errors;
 mod execute;
 pub mod experiments;

@@ -21,6 +21,9 @@ pub struct SqlNode {
     /// The experiment an `ExperimentQuery` is about, when the caller built it (a timeseries
     /// day's run with its `as_of`); else it is loaded from the Store by `experiment_id`.
     pub experiment: Option<std::sync::Arc<insights::experiments::ExperimentSpec>>,
+    /// The rows asked for: the query's own LIMIT, or a caller's page (an endpoint run's
+    /// `limit` / `offset`).
+    pub window: engine::sql::Window,
 }
 
 /// What a caller lays over a node: PostHog's `name`, `variables_override` and `filters_override`.
@@ -91,6 +94,7 @@ impl SqlNode {
                 structured: Some(query.clone()),
                 filters: None,
                 experiment: None,
+                window: Default::default(),
             });
         }
         if kind != "HogQLQuery" && kind != "SqlDialectQuery" {
@@ -157,6 +161,7 @@ impl SqlNode {
             structured: None,
             filters: Some(hogql_filters(node, overrides.filters)?),
             experiment: None,
+            window: Default::default(),
         })
     }
 }

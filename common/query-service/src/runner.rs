@@ -110,9 +110,10 @@ async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Pla
         }
         None => (
             None,
-            vec![sql::prepare(
+            vec![sql::prepare_window(
                 &node.text,
                 &bindings(project, node, cohorts.clone())?,
+                node.window,
             )?],
         ),
     };
@@ -246,6 +247,56 @@ pub async fn check(state: &AppState, project: &Project, node: &SqlNode) -> Resul
     }
 }
 
+/// The columns a SQL node answers (names and ClickHouse types), found by planning it.
+pub async fn columns(
+    state: &AppState,
+    project: &Project,
+    node: &SqlNode,
+) -> Result<Vec<(String, String)>, QueryError> {
+    let cohorts = cohorts::for_node(state, project, node, None).await?;
+    let prepared =
+        sql::prepare_window(&node.text, &bindings(project, node, cohorts)?, node.window)?;
+    let session = sql::open_session(
+        state,
+        project.id,
+        &project.timezone,
+        &prepared,
+        &limits(state),
+    )
+    .await?;
+    session.columns(&prepared).await
+}
+
+/// The plan of a SQL node's materialization, `variable` turned into a column (a query that
+/// cannot be materialized is a `QueryError::Query` saying why).
+pub async fn materialization_plan(
+    state: &AppState,
+    project: &Project,
+    node: &SqlNode,
+    variable: Option<&str>,
+) -> Result<sql::materialize::Plan, QueryError> {
+    let cohorts = cohorts::for_node(state, project, node, None).await?;
+    sql::materialize::plan(&node.text, &bindings(project, node, cohorts)?, variable)
+}
+
+/// Runs a materialization plan under the configured limits: the whole result, in Arrow.
+pub async fn collect(
+    state: &AppState,
+    project: &Project,
+    plan: &sql::materialize::Plan,
+) -> Result<(sql::SchemaRef, Vec<sql::ArrowBatch>), QueryError> {
+    let limits = limits(state);
+    let session = sql::open_session(
+        state,
+        project.id,
+        &project.timezone,
+        &plan.prepared,
+        &limits,
+    )
+    .await?;
+    session.collect(&plan.prepared, &limits).await
+}
+
 /// What compiling in this project's terms needs: its time zone, "now" for this request, the
 /// experiment of an `ExperimentQuery` and the cohorts its filters name.
 ///
@@ -372,9 +423,13 @@ fn response(
     output: Output,
     cache_key: Option<&str>,
 ) -> Value {
-    let hogql = match prepared.paginated {
-        true => format!("{} LIMIT {}", prepared.hogql, sql::DEFAULT_LIMIT),
-        false => prepared.hogql.clone(),
+    let hogql = match prepared.page {
+        Some(page) if page.offset == 0 => format!("{} LIMIT {}", prepared.hogql, page.limit),
+        Some(page) => format!(
+            "{} LIMIT {} OFFSET {}",
+            prepared.hogql, page.limit, page.offset
+        ),
+        None => prepared.hogql.clone(),
     };
     let mut response = common_fields(run, &hogql, &prepared.sql, &output.timings, cache_key);
     if let Value::Object(fields) = &mut response {

@@ -70,6 +70,7 @@ impl Job {
             structured: self.structured.clone(),
             filters: self.filters.clone(),
             experiment: None,
+            window: Default::default(),
         }
     }
 

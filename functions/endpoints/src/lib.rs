@@ -1,0 +1,48 @@
+//! Route family `endpoints`: named, versioned saved queries of a project, under both
+//! `/api/projects/:project_id/endpoints` and `/api/environments/:project_id/endpoints` (PostHog
+//! registers both). CRUD by name with immutable versions, runs (inline through the query service,
+//! or from a materialized Parquet result while it is fresh), materialization status, the last
+//! execution times, and an OpenAPI document per endpoint.
+
+mod crud;
+mod executions;
+mod materialization;
+mod openapi;
+mod recent;
+mod run;
+mod shared;
+mod variables;
+mod versions;
+
+use axum::Router;
+use axum::routing::{get, post};
+use common::AppState;
+
+/// Where PostHog mounts project routes: by project and by environment (its team).
+const PREFIXES: [&str; 2] = ["projects", "environments"];
+
+/// Every route of the family, under both prefixes; entry points add fallbacks and layers with
+/// `common::http::finish`.
+pub fn router() -> Router<AppState> {
+    PREFIXES.iter().fold(Router::new(), |router, prefix| {
+        let path = |tail: &str| format!("/api/{prefix}/{{project_id}}/endpoints{tail}");
+        router
+            .route(&path(""), get(crud::list).post(crud::create))
+            .route(&path("/last_execution_times"), post(executions::last))
+            .route(
+                &path("/{name}"),
+                get(crud::retrieve)
+                    .patch(crud::update)
+                    .put(crud::update)
+                    .delete(crud::destroy),
+            )
+            .route(&path("/{name}/run"), get(run::get).post(run::post))
+            .route(&path("/{name}/versions"), get(versions::list))
+            .route(&path("/{name}/versions/{version}"), get(versions::retrieve))
+            .route(
+                &path("/{name}/materialization_status"),
+                get(materialization::status),
+            )
+            .route(&path("/{name}/openapi.json"), get(openapi::document))
+    })
+}
