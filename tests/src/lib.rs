@@ -186,6 +186,26 @@ impl World {
         created
     }
 
+    /// The bootstrap project's endpoint collection under `prefix` (`projects` or
+    /// `environments`).
+    pub fn endpoints_uri(&self, prefix: &str) -> String {
+        format!("/api/{prefix}/{}/endpoints/", self.bootstrap.project.id)
+    }
+
+    /// Creates an endpoint under `prefix` with the admin key; it must be accepted (201).
+    pub async fn create_endpoint(&self, prefix: &str, body: Value) -> Value {
+        let (status, created) = self
+            .send_json(Method::POST, &self.endpoints_uri(prefix), body.clone())
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "{} {body} {created}",
+            self.name()
+        );
+        created
+    }
+
     /// The bootstrap project's experiment collection.
     pub fn experiments_uri(&self) -> String {
         format!("/api/projects/{}/experiments/", self.bootstrap.project.id)

@@ -62,7 +62,10 @@ fn every_sample_is_a_worker_event() {
         match sample(&name, &[]) {
             WorkerEvent::Scheduled(job) => {
                 assert!(name.starts_with("scheduled-"), "{name}");
-                assert!(["commit", "compact"].contains(&job.job.as_str()), "{name}");
+                assert!(
+                    ["commit", "compact", "endpoint_materialization"].contains(&job.job.as_str()),
+                    "{name}"
+                );
             }
             WorkerEvent::Sqs(batch) => {
                 assert!(name.starts_with("sqs-"), "{name}");

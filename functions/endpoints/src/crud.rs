@@ -51,9 +51,9 @@ pub async fn list(
         endpoints.retain(|e| e.is_active == active);
     }
     if let Some(created_by) = params.created_by.as_deref() {
-        let uuid: Uuid = created_by.parse().map_err(|_| {
-            ApiError::validation("created_by", "created_by must be a user's uuid.")
-        })?;
+        let uuid: Uuid = created_by
+            .parse()
+            .map_err(|_| ApiError::validation("created_by", "created_by must be a user's uuid."))?;
         endpoints.retain(|e| e.created_by == Some(uuid));
     }
     let mut results = Vec::with_capacity(endpoints.len());
@@ -177,7 +177,11 @@ pub async fn update(
     if body.is_materialized == Some(true) {
         let query = match &checked {
             Some(checked) => checked.query.clone(),
-            None => repository::current(store, project.id, &existing).await?.query,
+            None => {
+                repository::current(store, project.id, &existing)
+                    .await?
+                    .query
+            }
         };
         materialization::check(&state, &project, &query).await?;
     }

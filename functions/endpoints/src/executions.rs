@@ -30,9 +30,8 @@ pub async fn last(
 ) -> ApiResult<Response> {
     let project = project(&state, &auth, &project_id, READ).await?;
     for name in &body.names {
-        validate::check_name(name).map_err(|_| {
-            ApiError::validation("names", format!("Invalid endpoint name: {name}"))
-        })?;
+        validate::check_name(name)
+            .map_err(|_| ApiError::validation("names", format!("Invalid endpoint name: {name}")))?;
     }
     let since = state
         .clock

@@ -139,7 +139,10 @@ fn column_schema(kind: &str) -> Value {
         schema["nullable"] = Value::Bool(true);
         return schema;
     }
-    if let Some(inner) = kind.strip_prefix("Array(").and_then(|k| k.strip_suffix(')')) {
+    if let Some(inner) = kind
+        .strip_prefix("Array(")
+        .and_then(|k| k.strip_suffix(')'))
+    {
         return json!({"type": "array", "items": column_schema(inner)});
     }
     let base = kind.split('(').next().unwrap_or(kind);

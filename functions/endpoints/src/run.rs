@@ -140,8 +140,7 @@ async fn run(
     }
     let materialization = match version.is_materialized {
         true => {
-            repository::get_materialization(store, project.id, endpoint.id, version.version)
-                .await?
+            repository::get_materialization(store, project.id, endpoint.id, version.version).await?
         }
         false => None,
     };
@@ -186,8 +185,7 @@ async fn run(
         }
     };
     let at = state.clock.now();
-    if let Err(error) = repository::record_execution(store, project.id, &endpoint.name, at).await
-    {
+    if let Err(error) = repository::record_execution(store, project.id, &endpoint.name, at).await {
         tracing::warn!(%error, "could not record the endpoint's execution");
     }
     Ok(shape(response, &endpoint, &version, &query_id, body.debug))

@@ -84,11 +84,15 @@ pub async fn render(state: &AppState, site: &Site, endpoint: &Endpoint) -> ApiRe
         .find(|v| v.version == endpoint.current_version)
         .ok_or_else(|| ApiError::internal("the endpoint's current version is missing"))?;
     let materialization = materialization(state, endpoint, current).await?;
-    let last = repository::last_executions(store, endpoint.team_id, &[endpoint.name.clone()])
-        .await?
-        .into_iter()
-        .next()
-        .map(|run| run.last_executed_at);
+    let last = repository::last_executions(
+        store,
+        endpoint.team_id,
+        std::slice::from_ref(&endpoint.name),
+    )
+    .await?
+    .into_iter()
+    .next()
+    .map(|run| run.last_executed_at);
     Ok(render::endpoint(
         endpoint,
         current,

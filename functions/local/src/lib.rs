@@ -19,6 +19,7 @@ pub fn routes() -> Router<AppState> {
         .merge(experiments::router())
         .merge(cohorts::router())
         .merge(surveys::router())
+        .merge(endpoints::router())
 }
 
 /// The app `analytics serve` runs, with every job registered so runs queued by name (an
@@ -34,4 +35,5 @@ pub fn register_jobs(state: &AppState) {
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
     query_service::cohorts::calculation::register(state);
+    query_service::endpoints::materialization::register(state);
 }

@@ -58,6 +58,9 @@ const COMMIT_EVERY: Duration = Duration::from_millis(500);
 const COMPACT_EVERY: Duration = Duration::from_secs(15 * 60);
 /// How often behavioural cohorts are calculated again (daily in AWS): the members flags read.
 const RECALCULATE_COHORTS_EVERY: Duration = Duration::from_secs(60 * 60);
+/// How often the endpoint materialization schedule starts (every 5 minutes in AWS): it queues a
+/// run of each materialized endpoint version that is due (each has its own sync frequency).
+const MATERIALIZE_ENDPOINTS_EVERY: Duration = Duration::from_secs(60);
 
 /// How long a stop waits for the committer's run in progress before abandoning it (a run
 /// abandoned half-way is recovered at the next start: claimed objects are picked up again).
@@ -70,8 +73,8 @@ const COMMIT_GRACE: Duration = Duration::from_secs(20);
 /// version references, which the next vacuum removes).
 pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
-    // Every job runs in this process: the lake's (the compaction schedule's), async queries and
-    // experiment timeseries.
+    // Every job runs in this process: the lake's (the compaction schedule's), async queries,
+    // experiment timeseries, cohort calculations and endpoint materializations.
     crate::register_jobs(&state);
     let compaction = tokio::spawn(common::jobs::schedule::every(
         state.clone(),
@@ -93,6 +96,16 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
         RECALCULATE_COHORTS_EVERY,
         stopped.clone(),
     ));
+    let materializations = tokio::spawn(common::jobs::schedule::every(
+        state.clone(),
+        ScheduledJob {
+            job: query_service::endpoints::materialization::JOB.into(),
+            team_id: None,
+            payload: serde_json::Value::Null,
+        },
+        MATERIALIZE_ENDPOINTS_EVERY,
+        stopped.clone(),
+    ));
     let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY, stopped));
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
@@ -103,6 +116,7 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
     tracing::info!("requests finished; stopping background work");
     compaction.abort();
     cohorts.abort();
+    materializations.abort();
     let _ = stop.send(true);
     match tokio::time::timeout(COMMIT_GRACE, committer).await {
         Ok(Ok(())) => tracing::info!("committer stopped"),

@@ -27,6 +27,7 @@ pub fn register_jobs(state: &AppState) {
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
     query_service::cohorts::calculation::register(state);
+    query_service::endpoints::materialization::register(state);
 }
 
 #[derive(Debug, Serialize)]

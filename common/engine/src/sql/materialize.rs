@@ -250,7 +250,15 @@ fn split_and(expr: Expr, out: &mut Vec<Expr>) {
             split_and(*left, out);
             split_and(*right, out);
         }
-        Expr::Nested(inner) if matches!(*inner, Expr::BinaryOp { op: BinaryOperator::And, .. }) => {
+        Expr::Nested(inner)
+            if matches!(
+                *inner,
+                Expr::BinaryOp {
+                    op: BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
             split_and(*inner, out)
         }
         other => out.push(other),
