@@ -834,3 +834,84 @@ async fn last_execution_times_and_scopes() {
         }
     }
 }
+
+/// The app over `world`'s backend with another clock or config.
+fn app_with(world: &World, minutes_later: i64, concurrency: usize) -> common::http::App {
+    let mut state = world.backend.state.clone();
+    let mut config = (*state.config).clone();
+    config.query.concurrency = concurrency;
+    state.config = std::sync::Arc::new(config);
+    state.clock = std::sync::Arc::new(common::clock::ManualClock::at(
+        chrono::Utc::now() + chrono::Duration::minutes(minutes_later),
+    ));
+    local::app(state)
+}
+
+async fn run_on(
+    app: common::http::App,
+    world: &World,
+    uri: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let request = axum::http::Request::post(format!("{uri}run/"))
+        .header("authorization", format!("Bearer {}", world.admin_key()))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    api_tests::respond(app, request).await
+}
+
+#[tokio::test]
+async fn cache_age_and_the_concurrency_bound() {
+    for world in World::all().await {
+        seed(&world).await;
+        for prefix in PREFIXES {
+            let uri = world.endpoints_uri(prefix);
+            let item = format!("{uri}cached/");
+            world
+                .create_endpoint(
+                    prefix,
+                    json!({"name": "cached",
+                    "query": sql("select count() as n from events"), "cache_age_seconds": 300}),
+                )
+                .await;
+            let (_, first) = run(&world, &item, json!({})).await;
+            let count = first["results"][0][0].as_i64().unwrap();
+            world
+                .capture(vec![json!({"event": "late", "distinct_id": "q", "timestamp": "2026-11-09T00:00:00Z"})])
+                .await;
+            engine::commit_all(&world.backend.state).await.unwrap();
+            // Within the cache age the earlier answer stands, new events or not.
+            let (_, again) = run(&world, &item, json!({})).await;
+            assert_eq!(again["results"], json!([[count]]), "{again}");
+            assert_eq!(again["is_cached"], true);
+            // `force` and an older answer compute again.
+            let (_, forced) = run(&world, &item, json!({"refresh": "force"})).await;
+            assert_eq!(forced["results"], json!([[count + 1]]));
+            let (status, later) = run_on(app_with(&world, 6, 4), &world, &item, json!({})).await;
+            assert_eq!(status, StatusCode::OK, "{later}");
+            assert_eq!(later["results"], json!([[count + 1]]));
+
+            // Every slot of the project taken: 429, and nothing is lost once one is free.
+            let bounded = app_with(&world, 0, 1);
+            let slot =
+                query_service::slots::acquire(&world.backend.state, world.bootstrap.project.id)
+                    .await
+                    .unwrap()
+                    .expect("a free slot");
+            let (status, busy) =
+                run_on(bounded.clone(), &world, &item, json!({"refresh": "force"})).await;
+            expect_error(
+                status,
+                &busy,
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                "Too many concurrent requests. Please try again later.",
+            );
+            slot.release().await;
+            let (status, _) = run_on(bounded, &world, &item, json!({"refresh": "force"})).await;
+            assert_eq!(status, StatusCode::OK);
+            delete(&world, &uri, &["cached"]).await;
+        }
+    }
+}
