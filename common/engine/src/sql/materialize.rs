@@ -32,7 +32,6 @@ use super::parse::{self, PLACEHOLDER_PREFIX};
 use super::rewrite::constant_u64;
 use super::{
     Bindings, DEFAULT_LIMIT, MAX_LIMIT, Output, Page, Prepared, QueryError, Window, functions,
-    results,
 };
 
 /// The column a variable's expression is stored in.
@@ -403,36 +402,15 @@ pub async fn serve(
         .map_err(super::classify)?;
     let schema = frame.schema().as_arrow().clone();
     let batches = frame.collect().await.map_err(super::classify)?;
-    let mut rows = results::rows(&batches, zone);
-    let (has_more, limit, offset) = match slice {
-        Slice::Page { limit, offset } => {
-            let more = rows.len() as u64 > limit;
-            rows.truncate(limit as usize);
-            (Some(more), Some(limit), Some(offset))
-        }
-        Slice::Fixed { .. } => (None, None, None),
+    let page = match slice {
+        Slice::Page { limit, offset } => Some(Page { limit, offset }),
+        Slice::Fixed { .. } => None,
     };
-    let types = schema
-        .fields()
-        .iter()
-        .map(|f| (f.name().clone(), results::clickhouse_type(f, zone.name())))
-        .collect();
-    let result_bytes = batches
-        .iter()
-        .map(|b| b.get_array_memory_size() as u64)
-        .sum();
     Ok(Output {
-        columns,
-        types,
-        results: rows,
-        has_more,
-        limit,
-        offset,
         read_rows,
         read_bytes,
-        result_bytes,
-        memory_usage: 0,
         timings: vec![(".".into(), started.elapsed().as_secs_f64())],
+        ..Output::shaped(&schema, &batches, zone, page)
     })
 }
 

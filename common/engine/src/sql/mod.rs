@@ -289,6 +289,50 @@ pub struct Output {
     pub timings: Vec<(String, f64)>,
 }
 
+impl Output {
+    /// A result as the response shows it: columns with their ClickHouse types, rows in the
+    /// project's time zone, cut to `page` (whose extra row tells `hasMore`). What the scan read
+    /// and the timings are the caller's to fill in.
+    fn shaped(
+        schema: &datafusion::arrow::datatypes::Schema,
+        batches: &[RecordBatch],
+        zone: chrono_tz::Tz,
+        page: Option<Page>,
+    ) -> Output {
+        let columns = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let types = schema
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), results::clickhouse_type(f, zone.name())))
+            .collect();
+        let mut rows = results::rows(batches, zone);
+        let (has_more, limit, offset) = match page {
+            Some(page) => {
+                let more = rows.len() as u64 > page.limit;
+                rows.truncate(page.limit as usize);
+                (Some(more), Some(page.limit), Some(page.offset))
+            }
+            None => (None, None, None),
+        };
+        Output {
+            columns,
+            types,
+            results: rows,
+            has_more,
+            limit,
+            offset,
+            read_rows: 0,
+            read_bytes: 0,
+            result_bytes: batches
+                .iter()
+                .map(|b| b.get_array_memory_size() as u64)
+                .sum(),
+            memory_usage: 0,
+            timings: Vec::new(),
+        }
+    }
+}
+
 impl Session {
     pub async fn execute(
         &self,
@@ -298,49 +342,17 @@ impl Session {
         let started = Instant::now();
         let (physical, planned, batches) = self.run(prepared, limits).await?;
         let executed = started.elapsed().as_secs_f64() - planned;
-        let schema = physical.schema();
-        let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-        let types = schema
-            .fields()
-            .iter()
-            .map(|f| {
-                (
-                    f.name().clone(),
-                    results::clickhouse_type(f, self.zone.name()),
-                )
-            })
-            .collect();
-        let mut rows = results::rows(&batches, self.zone);
-        let (has_more, limit, offset) = match prepared.page {
-            Some(page) => {
-                let more = rows.len() as u64 > page.limit;
-                rows.truncate(page.limit as usize);
-                (Some(more), Some(page.limit), Some(page.offset))
-            }
-            None => (None, None, None),
-        };
         let (read_rows, read_bytes) = scanned(physical.as_ref());
-        let result_bytes = batches
-            .iter()
-            .map(|b| b.get_array_memory_size() as u64)
-            .sum();
-        let memory_usage = self.ctx.runtime_env().memory_pool.reserved() as u64;
         Ok(Output {
-            columns,
-            types,
-            results: rows,
-            has_more,
-            limit,
-            offset,
             read_rows,
             read_bytes,
-            result_bytes,
-            memory_usage,
+            memory_usage: self.ctx.runtime_env().memory_pool.reserved() as u64,
             timings: vec![
                 ("./plan".into(), planned),
                 ("./execute".into(), executed),
                 (".".into(), started.elapsed().as_secs_f64()),
             ],
+            ..Output::shaped(&physical.schema(), &batches, self.zone, prepared.page)
         })
     }
 }
