@@ -138,6 +138,28 @@ async fn a_materialized_run_answers_what_the_query_answers() {
             }
             let before = run(&world, &inline, json!({"variables": {"event": "signup"}})).await;
             let before = before["results"][0].clone();
+            // Served runs are in the query log too, under the endpoint's name and path.
+            let id = format!("mat-{prefix}");
+            run(
+                &world,
+                &mat,
+                json!({"variables": {"event": "signup"}, "client_query_id": id}),
+            )
+            .await;
+            let (status, log) = world
+                .send_json(Method::POST, &format!("/api/projects/{team}/query/"), json!({"query": {
+                    "kind": "HogQLQuery",
+                    "query": format!("select name, endpoint, result_rows from query_log where query_id = '{id}'")}}))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{log}");
+            assert_eq!(
+                log["results"],
+                json!([[
+                    "daily-mat",
+                    format!("/api/{prefix}/{team}/endpoints/daily-mat/run"),
+                    4
+                ]])
+            );
             // A value nothing matched: the query answers (no rows here, as inline).
             let served = run(&world, &mat, json!({"variables": {"event": "nothing"}})).await;
             assert_eq!(served["results"], json!([]));

@@ -41,9 +41,29 @@ pub fn limits(state: &AppState) -> Limits {
 /// Runs (or serves from cache) and answers PostHog's HogQLQueryResponse; `cancelled`
 /// resolving stops the query where it is.
 pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Value, QueryError> {
-    let started_at = Utc::now();
     let clock = Instant::now();
-    let mut record = QueryLogRecord {
+    let mut record = log_record(&run, Utc::now());
+    let outcome = execute(&run, cancelled, &mut record).await;
+    record.query_duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
+    if let Err((error, before_start)) = &outcome {
+        let (status, name, code) = log_exception(error, *before_start);
+        record.status = status.into();
+        record.exception_name = Some(name.into());
+        record.exception_code = code;
+        record.exception = Some(error.to_string());
+    }
+    if run.log
+        && let Err(error) = query_log::record(run.state.store.as_ref(), &record).await
+    {
+        tracing::warn!(%error, "could not write the query log");
+    }
+    outcome.map_err(|(error, _)| error)
+}
+
+/// The query log record of `run`, started at `started_at`, as a successful one until told
+/// otherwise.
+fn log_record(run: &Run<'_>, started_at: chrono::DateTime<Utc>) -> QueryLogRecord {
+    QueryLogRecord {
         query_id: run.query_id.to_owned(),
         team_id: run.project.id,
         endpoint: run.endpoint.to_owned(),
@@ -71,22 +91,22 @@ pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Va
         is_personal_api_key_request: run.caller.api_key_mask.is_some(),
         api_key_label: run.caller.api_key_label.clone(),
         api_key_mask: run.caller.api_key_mask.clone(),
-    };
-    let outcome = execute(&run, cancelled, &mut record).await;
-    record.query_duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
-    if let Err((error, before_start)) = &outcome {
-        let (status, name, code) = log_exception(error, *before_start);
-        record.status = status.into();
-        record.exception_name = Some(name.into());
-        record.exception_code = code;
-        record.exception = Some(error.to_string());
     }
-    if run.log
-        && let Err(error) = query_log::record(run.state.store.as_ref(), &record).await
-    {
+}
+
+/// Logs an answer `run` got without executing its query (a materialized endpoint result read at
+/// `started_at`), so the query log holds every run.
+pub async fn log_served(run: &Run<'_>, output: &Output, started_at: chrono::DateTime<Utc>) {
+    let mut record = log_record(run, started_at);
+    record.query_duration_ms =
+        (Utc::now() - started_at).num_microseconds().unwrap_or(0) as f64 / 1000.0;
+    record.read_rows = output.read_rows;
+    record.read_bytes = output.read_bytes;
+    record.result_rows = output.results.len() as u64;
+    record.result_bytes = output.result_bytes;
+    if let Err(error) = query_log::record(run.state.store.as_ref(), &record).await {
         tracing::warn!(%error, "could not write the query log");
     }
-    outcome.map_err(|(error, _)| error)
 }
 
 /// What a run needs before executing: its prepared queries (one for SQL, one or more for a

@@ -157,6 +157,8 @@ async fn run(
         .client_query_id
         .clone()
         .unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string());
+    // Kept as the query log's `endpoint`.
+    let path = render::endpoint_path(site.prefix, project.id, &endpoint.name);
     let mut response = None;
     if refresh != Refresh::Direct
         && let Some(item) = &materialization
@@ -166,12 +168,18 @@ async fn run(
         if variables::is_sql(&version.query) {
             variables::sql_overrides(&version.query, &given)?;
         }
-        response = from_materialization(state, &project, &version, item, &given, page).await;
+        let logged = Logged {
+            caller: Caller::of(auth),
+            query_id: &query_id,
+            name: &endpoint.name,
+            path: &path,
+        };
+        response =
+            from_materialization(state, &project, &version, item, &given, page, &logged).await;
     }
     let response = match response {
         Some(response) => response,
         None => {
-            let path = render::endpoint_path(site.prefix, project.id, &endpoint.name);
             let inline = Inline {
                 endpoint: &endpoint,
                 version: &version,
@@ -258,6 +266,14 @@ fn page(body: &RunBody, is_sql: bool) -> ApiResult<Option<Page>> {
     }))
 }
 
+/// Who ran what, for the query log of a run answered from a materialized result.
+struct Logged<'a> {
+    caller: Caller,
+    query_id: &'a str,
+    name: &'a str,
+    path: &'a str,
+}
+
 /// The run answered from the stored result, or `None` when it cannot be (the variable's value
 /// is not a constant, the stored object went with a newer run, or nothing matched: a query that
 /// aggregates without grouping answers one row even then, so the query itself answers that).
@@ -268,7 +284,9 @@ async fn from_materialization(
     item: &Materialization,
     given: &Map<String, Value>,
     page: Option<Page>,
+    logged: &Logged<'_>,
 ) -> Option<Value> {
+    let started_at = chrono::Utc::now();
     let value = match &item.variable {
         Some(variable) => {
             let value = given.get(variable)?;
@@ -295,6 +313,25 @@ async fn from_materialization(
     if value.is_some() && output.results.is_empty() {
         return None;
     }
+    let node = SqlNode {
+        text: version.query["query"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        name: Some(logged.name.to_owned()),
+        ..SqlNode::default()
+    };
+    let run = query_service::runner::Run {
+        state,
+        project,
+        query_id: logged.query_id,
+        node: &node,
+        caller: &logged.caller,
+        force: false,
+        endpoint: logged.path,
+        log: true,
+    };
+    query_service::runner::log_served(&run, &output, started_at).await;
     let now = state.clock.now();
     Some(json!({
         "results": output.results,
