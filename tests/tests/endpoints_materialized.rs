@@ -409,6 +409,34 @@ async fn queries_without_variables_and_aggregates_and_refusals() {
             );
         }
 
+        // A day on, the schedule's run queues every materialization that is due again.
+        let later = AppState {
+            clock: Arc::new(ManualClock::at(
+                chrono::Utc::now() + chrono::Duration::hours(25),
+            )),
+            ..world.backend.state.clone()
+        };
+        let scheduled = common::jobs::ScheduledJob {
+            job: "endpoint_materialization".into(),
+            team_id: None,
+            payload: Value::Null,
+        };
+        let swept = later
+            .jobs
+            .run_scheduled(&later, scheduled, None)
+            .await
+            .unwrap();
+        let queued = swept.output.unwrap()["queued"].clone();
+        let mut names: Vec<&str> = queued
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|q| q["team_id"] == json!(world.bootstrap.project.id))
+            .map(|q| q["endpoint"].as_str().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["all", "top", "total"], "{queued}");
+
         // What cannot be materialized says why, and an unmaterialized endpoint says whether it could.
         for text in [
             "select {variables.event} as e from events where event = {variables.event}",
