@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::load::Rng;
 
 /// (event, weight in per mille)
-const EVENT_MIX: &[(&str, u64)] = &[
+pub(super) const EVENT_MIX: &[(&str, u64)] = &[
     ("$pageview", 600),
     ("$autocapture", 160),
     ("$pageleave", 120),

@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 
 mod client;
 mod duckdb;
+mod endpoints;
 mod experiments;
 mod flags;
 mod generator;
@@ -64,6 +65,10 @@ pub enum BenchCommand {
     /// shown, dismissed and sent events, beside the route's two queries in DuckDB SQL over the
     /// same Parquet files.
     Surveys(surveys::Args),
+    /// `POST /api/projects/:id/endpoints/:name/run/` of a saved query served from its
+    /// materialized Parquet result, beside the same endpoint run inline (`refresh: force`), over
+    /// generated events: latency percentiles, the speedup and the time to materialize.
+    Endpoints(endpoints::Args),
 }
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
@@ -106,6 +111,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Flags(args) => flags::run(args).await,
         BenchCommand::Experiments(args) => experiments::run(args).await,
         BenchCommand::Surveys(args) => surveys::run(args).await,
+        BenchCommand::Endpoints(args) => endpoints::run(args).await,
     }
 }
 

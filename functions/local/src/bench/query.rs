@@ -55,35 +55,66 @@ pub struct Args {
     skip_duckdb: bool,
 }
 
+/// A bench's data: its folder (`--data-dir`, else a temporary one that `_temporary` keeps until
+/// dropped), the embedded state over it, the bench project and its key, and whether the
+/// project's events table already has data (refused unless `reuse`: the bench then times what is
+/// there instead of generating).
+pub struct BenchData {
+    pub _temporary: Option<tempfile::TempDir>,
+    pub dir: PathBuf,
+    pub state: AppState,
+    pub project: i64,
+    pub key: String,
+    pub loaded: bool,
+}
+
+pub async fn bench_data(dir: Option<&PathBuf>, reuse: bool) -> anyhow::Result<BenchData> {
+    let (temporary, dir) = match dir {
+        Some(dir) => (None, dir.clone()),
+        None => {
+            let temporary = tempfile::tempdir()?;
+            let path = temporary.path().to_path_buf();
+            (Some(temporary), path)
+        }
+    };
+    let state = embedded_state(dir.clone()).await?;
+    let (project, key) = project_and_key(&state).await?;
+    println!("data dir {} (project {project})", dir.display());
+    let files = table_files(&state, project).await?.len();
+    if files > 0 && !reuse {
+        bail!(
+            "project {project}'s table in {} already has data: pass --reuse, or another --data-dir",
+            dir.display()
+        );
+    }
+    if files > 0 {
+        println!("reusing the existing table ({files} Parquet files; generation options ignored)");
+    }
+    Ok(BenchData {
+        _temporary: temporary,
+        dir,
+        state,
+        project,
+        key,
+        loaded: files > 0,
+    })
+}
+
 pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.events == 0 {
         bail!("--events must be at least 1");
     }
-    let (_temporary, data_dir) = match &args.data_dir {
-        Some(dir) => (None, dir.clone()),
-        None => {
-            let dir = tempfile::tempdir()?;
-            let path = dir.path().to_path_buf();
-            (Some(dir), path)
-        }
-    };
-    let state = embedded_state(data_dir.clone()).await?;
-    let (project, key) = project_and_key(&state).await?;
-    println!("data dir {} (project {project})", data_dir.display());
+    let BenchData {
+        _temporary,
+        state,
+        project,
+        key,
+        loaded,
+        ..
+    } = bench_data(args.data_dir.as_ref(), args.reuse).await?;
 
-    let files = table_files(&state, project).await?;
-    if files.is_empty() {
+    if !loaded {
         load(&state, project, &args).await?;
-    } else if args.reuse {
-        println!(
-            "reusing the existing table ({} Parquet files; --events and --seed ignored)",
-            files.len()
-        );
-    } else {
-        bail!(
-            "project {project}'s table in {} already has data: pass --reuse, or another --data-dir",
-            data_dir.display()
-        );
     }
     let files = table_files(&state, project).await?;
     let load_peak = crate::import::peak_rss_bytes();

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::duckdb::{same_numbers, time_duckdb_queries};
 use super::generator::import;
-use super::query::{WARMUP, embedded_state, project_and_key, serve, table_files};
+use super::query::{BenchData, WARMUP, bench_data, serve, table_files};
 use metrics::{BenchMetric, our_rows, same_keys};
 use setup::Client;
 
@@ -60,24 +60,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.events == 0 || args.persons == 0 {
         bail!("--events and --persons must be at least 1");
     }
-    let (_temporary, data_dir) = match &args.data_dir {
-        Some(dir) => (None, dir.clone()),
-        None => {
-            let dir = tempfile::tempdir()?;
-            let path = dir.path().to_path_buf();
-            (Some(dir), path)
-        }
-    };
-    let state = embedded_state(data_dir.clone()).await?;
-    let (project, key) = project_and_key(&state).await?;
-    println!("data dir {} (project {project})", data_dir.display());
-    let loaded = !table_files(&state, project).await?.is_empty();
-    if loaded && !args.reuse {
-        bail!(
-            "project {project}'s table in {} already has data: pass a new --data-dir, or --reuse",
-            data_dir.display()
-        );
-    }
+    let BenchData {
+        _temporary,
+        state,
+        project,
+        key,
+        loaded,
+        ..
+    } = bench_data(args.data_dir.as_ref(), args.reuse).await?;
     // The experiment starts a day into the data: exposures of the first day do not count.
     let end = Utc::now().duration_trunc(TimeDelta::hours(1))?;
     if !loaded {

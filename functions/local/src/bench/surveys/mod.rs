@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::duckdb::time_duckdb_queries;
 use super::generator::import;
-use super::query::{WARMUP, embedded_state, project_and_key, serve, table_files};
+use super::query::{BenchData, WARMUP, bench_data, serve, table_files};
 use setup::Client;
 
 #[derive(Debug, clap::Args)]
@@ -64,24 +64,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.survey_events == 0 || args.events < args.survey_events {
         bail!("--survey-events must be at least 1 and at most --events");
     }
-    let (_temporary, data_dir) = match &args.data_dir {
-        Some(dir) => (None, dir.clone()),
-        None => {
-            let dir = tempfile::tempdir()?;
-            let path = dir.path().to_path_buf();
-            (Some(dir), path)
-        }
-    };
-    let state = embedded_state(data_dir.clone()).await?;
-    let (project, key) = project_and_key(&state).await?;
-    println!("data dir {} (project {project})", data_dir.display());
-    let loaded = !table_files(&state, project).await?.is_empty();
-    if loaded && !args.reuse {
-        bail!(
-            "project {project}'s table in {} already has data: pass a new --data-dir, or --reuse",
-            data_dir.display()
-        );
-    }
+    let BenchData {
+        _temporary,
+        dir: data_dir,
+        state,
+        project,
+        key,
+        loaded,
+    } = bench_data(args.data_dir.as_ref(), args.reuse).await?;
 
     // The survey first: the events must carry the id the API gives it. It starts a day before
     // the 30 days of events, so its window holds all of them.
