@@ -1,9 +1,27 @@
-//! Wall-clock text and time zones, read one way by the SQL engine and by the insights compiler.
+//! Wall-clock text and time zones, read one way by the SQL engine and by the insights compiler;
+//! and instants written as PostHog's API writes them.
 
 use chrono::{
-    DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone,
+    DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset, SecondsFormat,
+    TimeZone, Utc,
 };
 use chrono_tz::Tz;
+
+/// DRF's DateTimeField output: UTC with `Z`, microseconds only when there are some.
+pub fn iso(at: DateTime<Utc>) -> String {
+    if at.timestamp_subsec_nanos() == 0 {
+        at.to_rfc3339_opts(SecondsFormat::Secs, true)
+    } else {
+        at.to_rfc3339_opts(SecondsFormat::Micros, true)
+    }
+}
+
+/// [`iso`], or null.
+pub fn iso_or_null(at: Option<DateTime<Utc>>) -> serde_json::Value {
+    at.map_or(serde_json::Value::Null, |at| {
+        serde_json::Value::String(iso(at))
+    })
+}
 
 /// `2026-11-01 10:00:00[.ffffff]`, the same with `T`, without seconds, or a bare date (midnight).
 pub fn naive_datetime(text: &str) -> Option<NaiveDateTime> {

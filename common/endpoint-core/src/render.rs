@@ -1,23 +1,13 @@
 //! Endpoints as PostHog's API shows them (reference 2.2, 2.6): the endpoint with its current
 //! version's settings, a version dict, and the materialization status.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::model::{Endpoint, Materialization, Version};
 
-/// DRF's DateTimeField output: UTC with `Z`, microseconds only when there are some.
-pub fn iso(at: DateTime<Utc>) -> String {
-    if at.timestamp_subsec_nanos() == 0 {
-        at.to_rfc3339_opts(SecondsFormat::Secs, true)
-    } else {
-        at.to_rfc3339_opts(SecondsFormat::Micros, true)
-    }
-}
-
-fn iso_opt(at: Option<DateTime<Utc>>) -> Value {
-    at.map_or(Value::Null, |at| Value::String(iso(at)))
-}
+pub use common::dates::iso;
+use common::dates::iso_or_null as iso_opt;
 
 /// The path `run` answers on: `/api/{prefix}/{team_id}/endpoints/{name}/run`.
 pub fn endpoint_path(prefix: &str, team_id: i64, name: &str) -> String {

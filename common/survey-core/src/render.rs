@@ -2,7 +2,6 @@
 //! and retrieve, the create/update serializer's answer, and SurveyAPISerializer for posthog-js.
 //! Internal fields (stored summaries) are never shown.
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use feature_flags::FeatureFlag;
 use serde_json::{Map, Value, json};
 
@@ -18,18 +17,8 @@ pub struct Flags<'a> {
     pub internal_response_sampling: Option<&'a FeatureFlag>,
 }
 
-/// DRF's DateTimeField output: UTC with `Z`, microseconds only when there are some.
-pub fn iso(at: DateTime<Utc>) -> String {
-    if at.timestamp_subsec_nanos() == 0 {
-        at.to_rfc3339_opts(SecondsFormat::Secs, true)
-    } else {
-        at.to_rfc3339_opts(SecondsFormat::Micros, true)
-    }
-}
-
-fn iso_opt(at: Option<DateTime<Utc>>) -> Value {
-    at.map_or(Value::Null, |at| Value::String(iso(at)))
-}
+pub use common::dates::iso;
+use common::dates::iso_or_null as iso_opt;
 
 fn minimal(flag: Option<&FeatureFlag>) -> Value {
     flag.map_or(Value::Null, feature_flags::render::minimal)
@@ -208,7 +197,7 @@ fn sdk_translations(translations: Option<&Value>) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
-    use chrono::TimeZone;
+    use chrono::{TimeZone, Utc};
 
     use super::*;
 
