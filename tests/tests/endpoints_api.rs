@@ -177,6 +177,11 @@ async fn create_validates_and_names_are_unique_per_project() {
                     Some("surprise"),
                     "surprise",
                 ),
+                (
+                    json!({"name": "bad", "query": sql("select 1"), "derived_from_insight": "abcdefghijklm"}),
+                    Some("derived_from_insight"),
+                    "no more than 12 characters",
+                ),
             ];
             for (body, attr, detail) in cases {
                 let (status, answer) = world.send_json(Method::POST, &uri, body.clone()).await;

@@ -100,6 +100,7 @@ pub fn check_create(body: &CreateBody) -> Result<(&str, &Value), ApiError> {
         return Err(ApiError::field("query", "required", "Must specify query"));
     };
     check_cache_age(body.cache_age_seconds)?;
+    check_insight(body.derived_from_insight.as_deref())?;
     Ok((name, query))
 }
 
@@ -129,7 +130,20 @@ pub fn check_update(body: &UpdateBody, endpoint_active_after: bool) -> Result<()
             "Cannot set sync_frequency when disabling materialization.",
         ));
     }
+    check_insight(body.derived_from_insight.clone().flatten().as_deref())?;
     check_cache_age(body.cache_age_seconds.flatten())
+}
+
+/// The insight an endpoint was made from is named by its short id (PostHog's column holds 12).
+fn check_insight(short_id: Option<&str>) -> Result<(), ApiError> {
+    match short_id {
+        Some(id) if id.chars().count() > 12 => Err(ApiError::field(
+            "derived_from_insight",
+            "max_length",
+            "Ensure this field has no more than 12 characters.",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Whether two queries are the same snapshot, as PostHog compares them (JSON with sorted keys):
