@@ -19,7 +19,7 @@ use common::AppState;
 use serde_json::{Value, json};
 
 use super::client::Client;
-use super::generator::{EVENT_MIX, Generator, import};
+use super::generator::{EVENT_MIX, Generator, import_and_report};
 use super::query::{BenchData, bench_data, serve};
 
 const MATERIALIZED: &str = "daily-materialized";
@@ -153,15 +153,7 @@ async fn load(state: &AppState, project: i64, args: &Args) -> anyhow::Result<()>
         args.events, args.seed,
     );
     let mut generator = Generator::new(args.seed, args.events, end);
-    let (report, generating) = import(state, project, &mut generator).await?;
-    println!(
-        "loaded {} events in {:.1} s ({} commits; {:.1} s of it generating)",
-        report.rows,
-        report.seconds,
-        report.commits,
-        generating.as_secs_f64(),
-    );
-    Ok(())
+    import_and_report(state, project, &mut generator).await
 }
 
 fn endpoints_path(project: i64) -> String {

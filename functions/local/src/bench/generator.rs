@@ -313,6 +313,23 @@ const CHUNK: usize = 50_000;
 
 /// Every event of `source` through the bulk importer into `project`'s table, with a progress
 /// bar; the importer's report and how much of its time went to generating.
+/// [`import`], then one line saying how long it took.
+pub(crate) async fn import_and_report(
+    state: &AppState,
+    project: i64,
+    source: &mut impl EventSource,
+) -> anyhow::Result<()> {
+    let (report, generating) = import(state, project, source).await?;
+    println!(
+        "loaded {} events in {:.1} s ({} commits; {:.1} s of it generating)",
+        report.rows,
+        report.seconds,
+        report.commits,
+        generating.as_secs_f64(),
+    );
+    Ok(())
+}
+
 pub(crate) async fn import(
     state: &AppState,
     project: i64,

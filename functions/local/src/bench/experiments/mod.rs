@@ -19,7 +19,7 @@ use common::AppState;
 use serde_json::{Value, json};
 
 use super::duckdb::{same_numbers, time_duckdb_queries};
-use super::generator::import;
+use super::generator::import_and_report;
 use super::query::{BenchData, WARMUP, bench_data, serve, table_files};
 use metrics::{BenchMetric, our_rows, same_keys};
 use setup::Client;
@@ -141,15 +141,7 @@ async fn load(
             args.events
         );
     }
-    let (report, generating) = import(state, project, &mut generator).await?;
-    println!(
-        "loaded {} events in {:.1} s ({} commits; {:.1} s of it generating)",
-        report.rows,
-        report.seconds,
-        report.commits,
-        generating.as_secs_f64(),
-    );
-    Ok(())
+    import_and_report(state, project, &mut generator).await
 }
 
 struct Timing {

@@ -26,7 +26,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::duckdb::time_duckdb_queries;
-use super::generator::import;
+use super::generator::import_and_report;
 use super::query::{BenchData, WARMUP, bench_data, serve, table_files};
 use setup::Client;
 
@@ -171,15 +171,7 @@ async fn load(
         args.seed,
         args.survey_events,
     );
-    let (report, generating) = import(state, project, &mut generator).await?;
-    println!(
-        "loaded {} events in {:.1} s ({} commits; {:.1} s of it generating)",
-        report.rows,
-        report.seconds,
-        report.commits,
-        generating.as_secs_f64(),
-    );
-    Ok(())
+    import_and_report(state, project, &mut generator).await
 }
 
 struct Timing {
