@@ -207,10 +207,11 @@ pub struct Materialization {
 }
 
 impl Materialization {
-    /// Whether a run may read the materialized file instead of querying: it was written and is
-    /// younger than one sync interval (PostHog's staleness rule, reference 2.5).
+    /// Whether a run may read the materialized file instead of querying: one was written, is
+    /// younger than one sync interval (PostHog's staleness rule, reference 2.5), and the latest
+    /// run did not fail (a re-run under way leaves the previous file servable).
     pub fn is_fresh(&self, now: DateTime<Utc>) -> bool {
-        self.status == MaterializationStatus::Completed
+        self.status != MaterializationStatus::Failed
             && self.object.is_some()
             && self
                 .last_materialized_at
@@ -275,6 +276,8 @@ mod tests {
         assert!(m.is_fresh(now));
         assert!(!m.is_fresh(now + Duration::minutes(1)));
         m.status = MaterializationStatus::Running;
+        assert!(m.is_fresh(now));
+        m.status = MaterializationStatus::Failed;
         assert!(!m.is_fresh(now));
         m.status = MaterializationStatus::Completed;
         m.object = None;

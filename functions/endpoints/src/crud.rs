@@ -58,7 +58,7 @@ pub async fn list(
     }
     let mut results = Vec::with_capacity(endpoints.len());
     for endpoint in &endpoints {
-        results.push(render(&state, &site, endpoint).await?);
+        results.push(render(&state, &site, &project, endpoint).await?);
     }
     Ok(axum::Json(json!({ "results": results })).into_response())
 }
@@ -72,7 +72,7 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let project = project(&state, &auth, &project_id, READ).await?;
     let endpoint = load(state.store.as_ref(), project.id, &name).await?;
-    Ok(axum::Json(render(&state, &site, &endpoint).await?).into_response())
+    Ok(axum::Json(render(&state, &site, &project, &endpoint).await?).into_response())
 }
 
 /// `POST endpoints/`: the query is upgraded and checked (parsed, planned) before anything is
@@ -103,9 +103,10 @@ pub async fn create(
         ));
     }
     let checked = query_service::endpoints::check(&state, &project, query.clone()).await?;
-    if materialize {
-        materialization::check(&state, &project, &checked.query).await?;
-    }
+    let variable = match materialize {
+        true => Some(materialization::check(&state, &project, &checked.query).await?),
+        false => None,
+    };
     let now = state.clock.now();
     let endpoint = Endpoint {
         id: Uuid::now_v7(),
@@ -140,10 +141,10 @@ pub async fn create(
         &Actor::user(&auth.user),
     )
     .await?;
-    if materialize {
-        materialization::start(&state, &project, &endpoint, &version).await?;
+    if let Some(variable) = variable {
+        materialization::start(&state, &endpoint, &version, Ok(variable)).await?;
     }
-    let body = render(&state, &site, &endpoint).await?;
+    let body = render(&state, &site, &project, &endpoint).await?;
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
@@ -195,7 +196,7 @@ pub async fn update(
         })
         .await?;
     materialization::apply(&state, &project, &updated, &before).await?;
-    Ok(axum::Json(render(&state, &site, &updated.endpoint).await?).into_response())
+    Ok(axum::Json(render(&state, &site, &project, &updated.endpoint).await?).into_response())
 }
 
 /// The endpoint after `body`, from the endpoint and its versions as read.

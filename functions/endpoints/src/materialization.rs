@@ -7,7 +7,6 @@ use std::collections::HashMap;
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
 use common::error::{ApiError, ApiResult};
 use common::models::Project;
 use common::{AppState, Authenticated};
@@ -18,24 +17,29 @@ use serde_json::Value;
 
 use crate::shared::{READ, load, project};
 
-/// Refuses to turn materialization on for a query that cannot be materialized.
-pub async fn check(state: &AppState, project: &Project, query: &Value) -> ApiResult<()> {
+/// Refuses to turn materialization on for a query that cannot be materialized; answers the
+/// variable its result is stored by.
+pub async fn check(
+    state: &AppState,
+    project: &Project,
+    query: &Value,
+) -> ApiResult<Option<String>> {
     query_service::endpoints::can_materialize(state, project, query)
         .await
-        .map(|_| ())
         .map_err(|reason| ApiError::field("is_materialized", "invalid_input", reason))
 }
 
-/// Materializes `version` from now on, every `sync_frequency`; a query that cannot be (a new
-/// version's, after the materialization moved to it) is recorded as failed, with the reason.
+/// Materializes `version` from now on, every `sync_frequency`, by the variable `can` names; a
+/// query that cannot be (`can` is why: a new version's, after the materialization moved to it)
+/// is recorded as failed, with the reason.
 pub async fn start(
     state: &AppState,
-    project: &Project,
     endpoint: &Endpoint,
     version: &Version,
+    can: Result<Option<String>, String>,
 ) -> ApiResult<()> {
     let sync = version.sync_frequency.unwrap_or_default();
-    match query_service::endpoints::can_materialize(state, project, &version.query).await {
+    match can {
         Ok(variable) => job::enable(state, endpoint, version, sync, variable)
             .await
             .map_err(ApiError::internal),
@@ -94,7 +98,11 @@ pub async fn apply(
             continue;
         }
         match version.is_materialized {
-            true => start(state, project, &updated.endpoint, version).await?,
+            true => {
+                let can =
+                    query_service::endpoints::can_materialize(state, project, &version.query).await;
+                start(state, &updated.endpoint, version, can).await?
+            }
             false => job::disable(state, &updated.endpoint, version.version).await?,
         }
     }
@@ -112,16 +120,6 @@ pub async fn stop_all(state: &AppState, endpoint: &Endpoint) -> ApiResult<()> {
     Ok(())
 }
 
-/// Whether a materialization's stored result may answer a run at `now`: there is one, younger
-/// than its sync interval, and the last run did not fail.
-pub fn servable(item: &Materialization, now: DateTime<Utc>) -> bool {
-    item.status != MaterializationStatus::Failed
-        && item.object.is_some()
-        && item
-            .last_materialized_at
-            .is_some_and(|at| now < at + item.sync_frequency.interval())
-}
-
 /// `GET endpoints/:name/materialization_status/`: the current version's.
 pub async fn status(
     State(state): State<AppState>,
@@ -131,6 +129,6 @@ pub async fn status(
     let project = project(&state, &auth, &project_id, READ).await?;
     let endpoint = load(state.store.as_ref(), project.id, &name).await?;
     let current = repository::current(state.store.as_ref(), project.id, &endpoint).await?;
-    let body = crate::shared::materialization(&state, &endpoint, &current).await?;
+    let body = crate::shared::materialization(&state, &project, &endpoint, &current).await?;
     Ok(axum::Json(body).into_response())
 }

@@ -16,7 +16,6 @@ use query_service::{Answer, Caller, Mode, Overrides, Request, ServiceError, SqlN
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::materialization::servable;
 use crate::recent::{self, Asked};
 use crate::shared::{READ, Site, load, project};
 use crate::variables;
@@ -162,7 +161,7 @@ async fn run(
     let mut response = None;
     if refresh != Refresh::Direct
         && let Some(item) = &materialization
-        && servable(item, state.clock.now())
+        && item.is_fresh(state.clock.now())
     {
         // Checked as an inline run checks them, so both paths refuse the same variables.
         if variables::is_sql(&version.query) {

@@ -76,14 +76,19 @@ pub async fn creator(store: &dyn Store, uuid: Option<Uuid>) -> ApiResult<Value> 
 
 /// The endpoint as the API shows it, with its current version, version count, materialization
 /// and last execution.
-pub async fn render(state: &AppState, site: &Site, endpoint: &Endpoint) -> ApiResult<Value> {
+pub async fn render(
+    state: &AppState,
+    site: &Site,
+    project: &Project,
+    endpoint: &Endpoint,
+) -> ApiResult<Value> {
     let store = state.store.as_ref();
     let versions = repository::versions(store, endpoint.team_id, endpoint.id).await?;
     let current = versions
         .iter()
         .find(|v| v.version == endpoint.current_version)
         .ok_or_else(|| ApiError::internal("the endpoint's current version is missing"))?;
-    let materialization = materialization(state, endpoint, current).await?;
+    let materialization = materialization(state, project, endpoint, current).await?;
     let last = repository::last_executions(
         store,
         endpoint.team_id,
@@ -108,6 +113,7 @@ pub async fn render(state: &AppState, site: &Site, endpoint: &Endpoint) -> ApiRe
 /// The `materialization` object of a version (PostHog's materialization_status shape).
 pub async fn materialization(
     state: &AppState,
+    project: &Project,
     endpoint: &Endpoint,
     version: &Version,
 ) -> ApiResult<Value> {
@@ -120,14 +126,9 @@ pub async fn materialization(
     .await?;
     let can = match version.is_materialized {
         true => Ok(()),
-        false => {
-            let project = Project::load(state.store.as_ref(), endpoint.team_id)
-                .await?
-                .ok_or_else(ApiError::not_found)?;
-            query_service::endpoints::can_materialize(state, &project, &version.query)
-                .await
-                .map(|_| ())
-        }
+        false => query_service::endpoints::can_materialize(state, project, &version.query)
+            .await
+            .map(|_| ()),
     };
     Ok(render::materialization_status(version, item.as_ref(), can))
 }

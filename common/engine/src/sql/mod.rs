@@ -300,11 +300,7 @@ impl Output {
         page: Option<Page>,
     ) -> Output {
         let columns = schema.fields().iter().map(|f| f.name().clone()).collect();
-        let types = schema
-            .fields()
-            .iter()
-            .map(|f| (f.name().clone(), results::clickhouse_type(f, zone.name())))
-            .collect();
+        let types = results::column_types(schema.fields(), zone.name());
         let mut rows = results::rows(batches, zone);
         let (has_more, limit, offset) = match page {
             Some(page) => {
@@ -419,17 +415,10 @@ impl Session {
             .statement_to_plan(statement)
             .await
             .map_err(classify)?;
-        Ok(plan
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| {
-                (
-                    f.name().clone(),
-                    results::clickhouse_type(f, self.zone.name()),
-                )
-            })
-            .collect())
+        Ok(results::column_types(
+            plan.schema().inner().fields(),
+            self.zone.name(),
+        ))
     }
 }
 

@@ -58,6 +58,17 @@ fn type_name(kind: &DataType, zone: &str) -> String {
     }
 }
 
+/// Each column's name and ClickHouse type.
+pub fn column_types(
+    fields: &datafusion::arrow::datatypes::Fields,
+    zone: &str,
+) -> Vec<(String, String)> {
+    fields
+        .iter()
+        .map(|f| (f.name().clone(), clickhouse_type(f, zone)))
+        .collect()
+}
+
 /// Every row of every batch as JSON arrays, dates in the project's time zone.
 pub fn rows(batches: &[RecordBatch], zone: Tz) -> Vec<Vec<Value>> {
     let mut out = Vec::new();
