@@ -60,6 +60,9 @@ pub struct QuerySettings {
     pub llm_url: Option<String>,
     pub llm_api_key: Option<String>,
     pub llm_model: String,
+    /// Whether hot properties are shredded into columns at write time and read from them
+    /// (`ANALYTICS_SHREDDING`, `on` by default; `off` writes and reads only the JSON).
+    pub shredding: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -145,6 +148,19 @@ impl Config {
             llm_url: get("ANALYTICS_LLM_URL"),
             llm_api_key: get("ANALYTICS_LLM_API_KEY"),
             llm_model: get("ANALYTICS_LLM_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),
+            shredding: match get("ANALYTICS_SHREDDING")
+                .as_deref()
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+            {
+                None | Some("on") => true,
+                Some("off") => false,
+                Some(other) => {
+                    return Err(ConfigError(format!(
+                        "ANALYTICS_SHREDDING must be `on` or `off`, not `{other}`"
+                    )));
+                }
+            },
         };
         let cors_origins = match get("ANALYTICS_CORS_ORIGINS") {
             None => Vec::new(),

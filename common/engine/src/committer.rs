@@ -188,6 +188,8 @@ pub struct Committer {
     tables: HashMap<i64, DeltaTable>,
     /// Each project's group types as last seen, so ordinary batches skip the Store.
     group_types: KnownGroupTypes,
+    /// Keys seen in each project's recent batches, until enough are seen to pick hot ones.
+    key_counts: HashMap<i64, crate::shred::KeyCounts>,
 }
 
 impl Committer {
@@ -196,6 +198,7 @@ impl Committer {
             state,
             tables: HashMap::new(),
             group_types: KnownGroupTypes::default(),
+            key_counts: HashMap::new(),
         }
     }
 
@@ -220,6 +223,13 @@ impl Committer {
             }
         };
         Ok(table)
+    }
+
+    /// The project's table as [`Committer::table`] last left it.
+    fn table_loaded(&mut self, team_id: i64) -> Result<&mut DeltaTable, CommitError> {
+        self.tables
+            .get_mut(&team_id)
+            .ok_or_else(|| CommitError::Delta(DeltaTableError::Generic("table not open".into())))
     }
 
     /// Moves a staged object to `claimed/`; `None` when another committer got it first.
@@ -375,7 +385,24 @@ impl Committer {
             }
             let batches = rows.resolve(&mut persons).await?;
             phases.push(("persons", started.elapsed()));
+            let mut counts = self.key_counts.remove(&team_id).unwrap_or_default();
+            if crate::shred::enabled(&state) {
+                for batch in &batches {
+                    counts.observe(batch);
+                }
+            }
             let table = self.table(team_id).await?;
+            let shredder = crate::shred::prepare(&state, team_id, table, Some(&counts)).await?;
+            // Keys are picked once enough rows were seen; until then the counts accumulate.
+            if counts.sampled() < crate::shred::MIN_SAMPLED_ROWS {
+                self.key_counts.insert(team_id, counts);
+            }
+            let batches = batches
+                .iter()
+                .map(|batch| shredder.apply(batch))
+                .collect::<Result<Vec<_>, _>>()?;
+            phases.push(("shred", started.elapsed()));
+            let table = self.table_loaded(team_id)?;
             let mut writer = RecordBatchWriter::for_table(table)?
                 .with_writer_properties(lake::writer_properties())
                 .with_commit_properties(
@@ -385,6 +412,7 @@ impl Committer {
                 writer.write(batch).await?;
             }
             report.version = Some(writer.flush_and_commit(table).await? as i64);
+            crate::shred::settle(&state, team_id, &shredder).await?;
             phases.push(("commit", started.elapsed()));
             report.batches = paths.len();
             committed.extend(paths);

@@ -22,6 +22,7 @@ use crate::group_types::KnownGroupTypes;
 use crate::lake;
 use crate::persons::Persons;
 use crate::rows::ParsedRows;
+use crate::shred::{KeyCounts, Shredder};
 
 /// Rows, and text bytes, per Delta commit at most: each commit closes the encoders' Parquet
 /// files, which are held in memory until then.
@@ -48,23 +49,31 @@ pub struct ImportReport {
 /// when it is closed.
 struct Encoder {
     batches: mpsc::Sender<RecordBatch>,
+    shredder: Arc<Shredder>,
     done: JoinHandle<Result<Vec<Action>, CommitError>>,
 }
 
 impl Encoder {
-    fn spawn(table: &DeltaTable) -> Result<Self, CommitError> {
+    fn spawn(table: &DeltaTable, shredder: Arc<Shredder>) -> Result<Self, CommitError> {
         let mut writer = RecordBatchWriter::for_table(table)?
             .with_target_file_size(TARGET_FILE_BYTES)
             .with_writer_properties(lake::writer_properties());
         let (batches, mut receiver) = mpsc::channel::<RecordBatch>(ENCODER_QUEUE);
+        let task_shredder = shredder.clone();
         let done = tokio::spawn(async move {
+            let shredder = task_shredder;
             while let Some(batch) = receiver.recv().await {
-                writer.write(batch).await?;
+                // Shredding runs here, on the encoders' cores, not on the resolving task.
+                writer.write(shredder.apply(&batch)?).await?;
             }
             let adds = writer.flush().await?;
             Ok(adds.into_iter().map(Action::Add).collect())
         });
-        Ok(Self { batches, done })
+        Ok(Self {
+            batches,
+            shredder,
+            done,
+        })
     }
 
     async fn close(self) -> Result<Vec<Action>, CommitError> {
@@ -81,6 +90,7 @@ fn generic(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Commit
 }
 
 pub struct Importer {
+    state: AppState,
     table: DeltaTable,
     encoders: Vec<Encoder>,
     next_encoder: usize,
@@ -105,7 +115,8 @@ impl Importer {
     pub async fn new(state: AppState, team_id: i64) -> Result<Self, CommitError> {
         let table = lake::open_or_create(&state, team_id).await?;
         let persons = Persons::new(state.store.clone(), team_id);
-        let mut importer = Self {
+        Ok(Self {
+            state: state.clone(),
             table,
             encoders: Vec::new(),
             next_encoder: 0,
@@ -118,9 +129,7 @@ impl Importer {
             bytes_in_commit: 0,
             report: ImportReport::default(),
             started: Instant::now(),
-        };
-        importer.encoders = importer.spawn_encoders()?;
-        Ok(importer)
+        })
     }
 
     /// Adds rows, their persons resolved (and updated) as the committer would.
@@ -140,7 +149,11 @@ impl Importer {
         self.group_types
             .record(self.store.as_ref(), self.team_id, &rows.take_group_types())
             .await?;
-        for batch in rows.resolve(&mut self.persons).await? {
+        let batches = rows.resolve(&mut self.persons).await?;
+        if self.encoders.is_empty() {
+            self.encoders = self.spawn_encoders(&batches).await?;
+        }
+        for batch in batches {
             let encoder = &self.encoders[self.next_encoder];
             self.next_encoder = (self.next_encoder + 1) % self.encoders.len();
             if let Err(mpsc::error::SendError(_)) = encoder.batches.send(batch).await {
@@ -151,8 +164,8 @@ impl Importer {
         self.rows_in_commit += count;
         self.bytes_in_commit += bytes;
         if self.rows_in_commit >= ROWS_PER_COMMIT || self.bytes_in_commit >= BYTES_PER_COMMIT {
+            // The next rows get new encoders (and the registry as it is then).
             self.commit().await?;
-            self.encoders = self.spawn_encoders()?;
         }
         Ok(())
     }
@@ -167,6 +180,8 @@ impl Importer {
     /// Puts every file the encoders wrote into the table in one commit.
     async fn commit(&mut self) -> Result<(), CommitError> {
         let mut actions = Vec::new();
+        // Every encoder of a commit shares one shredder.
+        let shredder = self.encoders.first().map(|e| e.shredder.clone());
         for encoder in std::mem::take(&mut self.encoders) {
             actions.extend(encoder.close().await?);
         }
@@ -185,6 +200,9 @@ impl Importer {
             self.table.update_incremental(None).await?;
             self.report.commits += 1;
         }
+        if let Some(shredder) = shredder {
+            crate::shred::settle(&self.state, self.team_id, &shredder).await?;
+        }
         self.rows_in_commit = 0;
         self.bytes_in_commit = 0;
         // Memory stays flat however many distinct ids the file holds.
@@ -192,9 +210,21 @@ impl Importer {
         Ok(())
     }
 
-    fn spawn_encoders(&self) -> Result<Vec<Encoder>, CommitError> {
+    /// Encoders for the next commit, shredding the keys the registry names once `first` (the
+    /// commit's first rows) had their say on which keys are frequent.
+    async fn spawn_encoders(&mut self, first: &[RecordBatch]) -> Result<Vec<Encoder>, CommitError> {
+        let mut counts = KeyCounts::default();
+        if crate::shred::enabled(&self.state) {
+            for batch in first {
+                counts.observe(batch);
+            }
+        }
+        let shredder = Arc::new(
+            crate::shred::prepare(&self.state, self.team_id, &mut self.table, Some(&counts))
+                .await?,
+        );
         (0..encoder_count())
-            .map(|_| Encoder::spawn(&self.table))
+            .map(|_| Encoder::spawn(&self.table, shredder.clone()))
             .collect()
     }
 

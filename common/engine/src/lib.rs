@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod lake;
 pub mod persons;
 pub mod rows;
+pub mod shred;
 pub mod squash;
 
 pub use committer::{CommitReport, commit_all, commit_team, run_committer};

@@ -9,9 +9,10 @@ mod parse;
 pub mod query_log;
 mod results;
 mod rewrite;
-mod tables;
+pub(crate) mod shredded;
+pub(crate) mod tables;
 mod template;
-mod udfs;
+pub(crate) mod udfs;
 
 use std::error::Error;
 use std::fmt;
@@ -223,6 +224,8 @@ pub struct Session {
     /// The events table's Delta version (None: no events yet).
     pub events_version: Option<u64>,
     zone: chrono_tz::Tz,
+    /// Shredded columns the snapshot's files hold, read instead of the JSON.
+    coverage: crate::shred::Coverage,
 }
 
 pub async fn open_session(
@@ -270,6 +273,7 @@ pub async fn open_session(
         ctx,
         events_version: registered.events_version,
         zone,
+        coverage: registered.coverage,
     })
 }
 
@@ -363,7 +367,7 @@ impl Session {
     ) -> Result<(Arc<dyn ExecutionPlan>, f64, Vec<RecordBatch>), QueryError> {
         let started = Instant::now();
         let ctx = self.ctx.clone();
-        let statement = prepared.statement.clone();
+        let statement = self.statement(prepared);
         // Planning (which folds constants) and execution run on the query runtime, so a long
         // query never starves the server (or the poll that cancels it); dropping this future
         // aborts the task there.
@@ -396,6 +400,18 @@ impl Session {
         Ok((physical, planned, batches))
     }
 
+    /// The statement DataFusion runs: the prepared one, reading shredded columns where it can.
+    fn statement(&self, prepared: &Prepared) -> Statement {
+        match &prepared.statement {
+            Statement::Query(query) if !self.coverage.is_empty() => {
+                let mut query = query.clone();
+                shredded::apply(&mut query, &self.coverage);
+                Statement::Query(query)
+            }
+            other => other.clone(),
+        }
+    }
+
     /// Runs `prepared` and answers its Arrow result as is (a materialization stores it).
     pub async fn collect(
         &self,
@@ -408,7 +424,7 @@ impl Session {
 
     /// The result's columns and their types, found by planning `prepared` without running it.
     pub async fn columns(&self, prepared: &Prepared) -> Result<Vec<(String, String)>, QueryError> {
-        let statement = DfStatement::Statement(Box::new(prepared.statement.clone()));
+        let statement = DfStatement::Statement(Box::new(self.statement(prepared)));
         let plan = self
             .ctx
             .state()

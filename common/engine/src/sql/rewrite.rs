@@ -248,6 +248,27 @@ fn literal(value: &Json, path: &str) -> Result<Expr, QueryError> {
 /// A top-level `count()` column is a UInt64, as in ClickHouse (one cast per output row; inside
 /// expressions counts stay signed, so `count() - 1` cannot underflow).
 fn name_top_level_columns(query: &mut Query) {
+    // A set operation's columns are its first SELECT's: named as they are written, so reading
+    // a property from a column or from the JSON cannot change a name.
+    if let SetExpr::SetOperation { left, .. } = query.body.as_mut() {
+        let mut first = left.as_mut();
+        while let SetExpr::SetOperation { left, .. } = first {
+            first = left.as_mut();
+        }
+        if let SetExpr::Select(select) = first {
+            for item in &mut select.projection {
+                if let SelectItem::UnnamedExpr(expr) = item
+                    && !matches!(expr, Expr::Identifier(_))
+                {
+                    let alias = Ident::with_quote('"', expr.to_string().replace('`', ""));
+                    *item = SelectItem::ExprWithAlias {
+                        expr: expr.clone(),
+                        alias,
+                    };
+                }
+            }
+        }
+    }
     if let SetExpr::Select(select) = query.body.as_mut() {
         for item in &mut select.projection {
             if let SelectItem::UnnamedExpr(expr) = item

@@ -38,6 +38,8 @@ const OVERRIDE_NEW: &str = "__override_new_person_id";
 /// The table version the events table was read at (part of cache keys).
 pub struct Registered {
     pub events_version: Option<u64>,
+    /// The shredded columns the events table's files hold (empty when none, or shredding off).
+    pub coverage: crate::shred::Coverage,
 }
 
 fn utc_micros() -> DataType {
@@ -56,9 +58,11 @@ pub async fn register(
 ) -> Result<Registered, QueryError> {
     let mut registered = Registered {
         events_version: None,
+        coverage: Default::default(),
     };
     if used.iter().any(|t| t == EVENTS) {
-        registered.events_version = register_events(ctx, state, team_id, zone).await?;
+        (registered.events_version, registered.coverage) =
+            register_events(ctx, state, team_id, zone).await?;
     }
     if used.iter().any(|t| t == PERSONS) {
         register_persons(ctx, state, team_id).await?;
@@ -78,13 +82,20 @@ async fn register_events(
     state: &AppState,
     team_id: i64,
     zone: &str,
-) -> Result<Option<u64>, QueryError> {
+) -> Result<(Option<u64>, crate::shred::Coverage), QueryError> {
     let table = lake::open_existing(state, team_id)
         .await
         .map_err(internal)?;
     let version = table.as_ref().and_then(|t| t.version());
+    let mut coverage = crate::shred::Coverage::default();
     match table {
         Some(table) => {
+            if crate::shred::enabled(state) {
+                let registry = crate::shred::registry::load(state.store.as_ref(), team_id)
+                    .await
+                    .map_err(internal)?;
+                coverage = crate::shred::Coverage::of(&table, &registry).map_err(internal)?;
+            }
             table
                 .update_datafusion_session(&ctx.state())
                 .map_err(internal)?;
@@ -145,7 +156,7 @@ async fn register_events(
             .map_err(internal)?;
         coalesce(vec![column(OVERRIDE_NEW), column("person_id")]).alias("person_id")
     };
-    let projection = vec![
+    let mut projection = vec![
         column("uuid"),
         column("event"),
         column("properties"),
@@ -158,6 +169,8 @@ async fn register_events(
         column("person_properties"),
         lit(team_id).alias("team_id"),
     ];
+    // Read only by the shredded-property rewrite, and hidden from `*` there.
+    projection.extend(coverage.columns().map(column));
     let plan = raw
         .select(projection)
         .map_err(internal)?
@@ -165,7 +178,7 @@ async fn register_events(
     let view = ViewTable::new(plan, None);
     ctx.register_table(EVENTS, Arc::new(view))
         .map_err(internal)?;
-    Ok(version)
+    Ok((version, coverage))
 }
 
 async fn register_persons(

@@ -134,6 +134,83 @@ fn text_value<'a>(
     })
 }
 
+/// One walk over a JSON object's top-level keys, for the writers that shred properties into
+/// columns: for the first occurrence of each key in `wanted`, `found(index, value)` gets exactly
+/// what `hogql_prop(text, key)` gives for it (`None` for NULL), so a shredded column always holds
+/// what the query would have read from the JSON. `seen` gets every key reached with its value's
+/// kind and raw JSON text. A document that stops parsing ends the walk, as it ends `seek` for later keys.
+pub(crate) fn property_values(
+    text: &str,
+    wanted: &std::collections::HashMap<&str, usize>,
+    done: &mut [bool],
+    mut found: impl FnMut(usize, Option<&str>),
+    mut seen: Option<&mut dyn FnMut(&str, Peek, Option<&str>)>,
+) {
+    let mut jiter = Jiter::new(text.as_bytes());
+    if !matches!(jiter.peek(), Ok(Peek::Object)) {
+        return;
+    }
+    let mut key = match jiter.next_object() {
+        Ok(key) => key.map(str::to_owned),
+        Err(_) => return,
+    };
+    while let Some(current) = key {
+        match wanted.get(current.as_str()).copied().filter(|i| !done[*i]) {
+            Some(index) => {
+                done[index] = true;
+                let Ok(peek) = jiter.peek() else {
+                    found(index, None);
+                    return;
+                };
+                let start = jiter.current_index();
+                // A JSON null is NULL, as `text_value` says without reading it: step over it.
+                if peek == Peek::Null {
+                    if jiter.known_skip(peek).is_err() {
+                        found(index, None);
+                        return;
+                    }
+                    found(index, None);
+                    if let Some(seen) = seen.as_mut() {
+                        seen(&current, peek, text.get(start..jiter.current_index()));
+                    }
+                    key = match jiter.next_key() {
+                        Ok(key) => key.map(str::to_owned),
+                        Err(_) => return,
+                    };
+                    continue;
+                }
+                match text_value(Kind::Property, &mut jiter, text) {
+                    Ok(value) => {
+                        found(index, value);
+                        if let Some(seen) = seen.as_mut() {
+                            seen(&current, peek, text.get(start..jiter.current_index()));
+                        }
+                    }
+                    Err(_) => {
+                        found(index, None);
+                        return;
+                    }
+                }
+            }
+            // Skipped as `seek` skips it, so later keys are reached (or not) as it would.
+            None => {
+                let Ok(peek) = jiter.peek() else { return };
+                let start = jiter.current_index();
+                if jiter.known_skip(peek).is_err() {
+                    return;
+                }
+                if let Some(seen) = seen.as_mut() {
+                    seen(&current, peek, text.get(start..jiter.current_index()));
+                }
+            }
+        }
+        key = match jiter.next_key() {
+            Ok(key) => key.map(str::to_owned),
+            Err(_) => return,
+        };
+    }
+}
+
 /// A quick test that rules a key out without parsing: a key is written `"key"` in JSON text unless
 /// escaped, so text without that substring and without any backslash cannot have it. Most rows
 /// lack most properties, and two SIMD scans are far cheaper than a parse.

@@ -10,7 +10,7 @@
 mod casts;
 mod dates;
 mod intervals;
-mod json;
+pub(crate) mod json;
 mod length;
 mod uniq;
 

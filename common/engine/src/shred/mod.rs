@@ -1,0 +1,146 @@
+//! Shredding: the properties queries read most get columns of their own in the events table,
+//! so they are read without parsing JSON (PostHog's materialized columns, ClickHouse's JSON
+//! paths). `properties` stays the source of truth: every row records in `__shred` which keys
+//! its file holds, queries read a key's column only where that bit is set (see
+//! [`crate::sql::shredded`]), and compaction backfills older files.
+//!
+//! - [`registry`]: the project's shredded keys (Store);
+//! - [`observe`]: key frequencies at ingestion, which fill the registry;
+//! - [`write`]: the columns every writer adds to its batches;
+//! - [`coverage`]: which keys the files of a snapshot hold;
+//! - [`backfill`]: rewriting files that lack active keys.
+
+pub mod backfill;
+pub mod coverage;
+pub mod observe;
+pub mod registry;
+pub mod write;
+
+use common::AppState;
+use deltalake_core::kernel::{DataType, StructField};
+use deltalake_core::{DeltaTable, DeltaTableError};
+
+pub use coverage::Coverage;
+pub use observe::KeyCounts;
+pub use registry::{ColumnType, Origin, Registry, ShreddedKey, Source};
+pub use write::{MASK_COLUMN, Shredder};
+
+use crate::committer::CommitError;
+
+/// Rows sampled before keys are picked: fewer say little about what is frequent.
+pub const MIN_SAMPLED_ROWS: u64 = 500;
+/// A key is shredded automatically when at least this share of the sampled rows has it.
+const MIN_SHARE: f64 = 0.02;
+
+/// Whether this deployment shreds (`ANALYTICS_SHREDDING`, on by default).
+pub fn enabled(state: &AppState) -> bool {
+    state.config.query.shredding
+}
+
+/// The table's Arrow schema, as its current metadata declares it.
+pub fn table_schema(
+    table: &DeltaTable,
+) -> Result<deltalake_core::arrow::datatypes::SchemaRef, DeltaTableError> {
+    Ok(table.snapshot()?.snapshot().arrow_schema())
+}
+
+/// The shredder a writer of the project's table uses now: the registry (first given the keys
+/// `counts` found frequent, when it has room), with every column it names added to the table.
+pub async fn prepare(
+    state: &AppState,
+    team_id: i64,
+    table: &mut DeltaTable,
+    counts: Option<&KeyCounts>,
+) -> Result<Shredder, CommitError> {
+    if !enabled(state) {
+        return Ok(Shredder::new(None, table_schema(table)?.as_ref()));
+    }
+    let store = state.store.as_ref();
+    let mut registry = registry::load(store, team_id).await?;
+    if let Some(counts) = counts.filter(|c| c.sampled() >= MIN_SAMPLED_ROWS) {
+        let candidates = counts.candidates(MIN_SHARE);
+        let room = registry.active().count() < registry::MAX_ACTIVE_KEYS;
+        let new = candidates.iter().any(|(source, key, _)| {
+            registry::shreddable(key) && registry.find(*source, key).is_none()
+        });
+        if room && new {
+            registry = registry::add_frequent(store, team_id, &candidates, state.clock.now())
+                .await
+                .map_err(registry_error)?;
+        }
+    }
+    ensure_columns(table, &registry).await?;
+    Ok(Shredder::new(
+        Some(&registry),
+        table_schema(table)?.as_ref(),
+    ))
+}
+
+/// After a write: typed keys whose values did not fit become text keys (see
+/// [`registry::demote`]).
+pub async fn settle(
+    state: &AppState,
+    team_id: i64,
+    shredder: &Shredder,
+) -> Result<(), CommitError> {
+    let misfits = shredder.misfits();
+    if misfits.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(
+        team_id,
+        ?misfits,
+        "shredded keys whose values no longer fit their type become text"
+    );
+    registry::demote(state.store.as_ref(), team_id, &misfits, state.clock.now())
+        .await
+        .map_err(registry_error)?;
+    Ok(())
+}
+
+fn registry_error(error: registry::RegistryError) -> CommitError {
+    match error {
+        registry::RegistryError::Store(store) => CommitError::Store(store),
+        invalid => CommitError::Delta(DeltaTableError::Generic(invalid.to_string())),
+    }
+}
+
+/// Adds the mask and the active keys' columns the table lacks (one metadata commit).
+pub async fn ensure_columns(
+    table: &mut DeltaTable,
+    registry: &Registry,
+) -> Result<(), DeltaTableError> {
+    for attempt in 0..3 {
+        let schema = table_schema(table)?;
+        let has = |name: &str| schema.field_with_name(name).is_ok();
+        let mut missing = Vec::new();
+        if registry.active().next().is_some() && !has(MASK_COLUMN) {
+            missing.push(StructField::new(MASK_COLUMN, DataType::LONG, true));
+        }
+        for key in registry.active().filter(|k| !has(&k.column)) {
+            let kind = match key.column_type {
+                ColumnType::String => DataType::STRING,
+                ColumnType::Int64 => DataType::LONG,
+                ColumnType::Float64 => DataType::DOUBLE,
+                ColumnType::Boolean => DataType::BOOLEAN,
+            };
+            missing.push(StructField::new(key.column.clone(), kind, true));
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        match table.clone().add_columns().with_fields(missing).await {
+            Ok(updated) => {
+                *table = updated;
+                return Ok(());
+            }
+            // Another writer changed the table (maybe adding the same columns): look again.
+            Err(error) if attempt < 2 => {
+                tracing::debug!(%error, "adding shredded columns raced; retrying");
+                table.update_incremental(None).await?;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}

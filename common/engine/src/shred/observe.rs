@@ -1,0 +1,125 @@
+//! Which keys ingestion sees most: a sample of each committed batch's rows, counted per key with
+//! the kinds of its values, so the most frequent keys can be shredded with a type that fits.
+
+use std::collections::HashMap;
+
+use deltalake_core::arrow::array::{Array, AsArray, RecordBatch};
+use deltalake_core::arrow::compute::cast;
+use deltalake_core::arrow::datatypes::DataType;
+use jiter::Peek;
+
+use super::registry::{ColumnType, Source};
+use crate::sql::udfs::json::property_values;
+
+/// Rows sampled per batch at most: counting every key of every row would cost capture as much
+/// as shredding does.
+const SAMPLE_ROWS_PER_BATCH: usize = 2048;
+/// Distinct keys counted at most (a batch of random keys must not grow memory).
+const MAX_COUNTED_KEYS: usize = 4096;
+
+#[derive(Debug, Default, Clone)]
+struct Kinds {
+    present: u64,
+    ints: u64,
+    floats: u64,
+    bools: u64,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct KeyCounts {
+    sampled: u64,
+    keys: HashMap<(Source, String), Kinds>,
+}
+
+impl KeyCounts {
+    /// Rows sampled so far.
+    pub fn sampled(&self) -> u64 {
+        self.sampled
+    }
+
+    /// Samples a base batch's rows evenly.
+    pub fn observe(&mut self, batch: &RecordBatch) {
+        let rows = batch.num_rows();
+        if rows == 0 {
+            return;
+        }
+        let step = rows.div_ceil(SAMPLE_ROWS_PER_BATCH).max(1);
+        let wanted = HashMap::new();
+        for source in [Source::Properties, Source::PersonProperties] {
+            let Some(column) = batch.column_by_name(source.column()) else {
+                continue;
+            };
+            let Ok(text) = cast(column, &DataType::Utf8) else {
+                continue;
+            };
+            let text = text.as_string::<i32>();
+            for row in (0..rows).step_by(step) {
+                if text.is_null(row) {
+                    continue;
+                }
+                let mut record = |key: &str, peek: Peek, raw: Option<&str>| {
+                    self.count(source, key, peek, raw.unwrap_or(""));
+                };
+                property_values(
+                    text.value(row),
+                    &wanted,
+                    &mut [],
+                    |_, _| {},
+                    Some(&mut record),
+                );
+            }
+        }
+        self.sampled += rows.div_ceil(step) as u64;
+    }
+
+    fn count(&mut self, source: Source, key: &str, peek: Peek, raw: &str) {
+        if peek == Peek::Null || raw == "\"\"" {
+            return;
+        }
+        let full = self.keys.len() >= MAX_COUNTED_KEYS;
+        let kinds = match self.keys.get_mut(&(source, key.to_owned())) {
+            Some(kinds) => kinds,
+            None if full => return,
+            None => self.keys.entry((source, key.to_owned())).or_default(),
+        };
+        kinds.present += 1;
+        match peek {
+            Peek::True | Peek::False => kinds.bools += 1,
+            peek if peek.is_num() => {
+                if raw.parse::<i64>().is_ok_and(|n| n.to_string() == raw) {
+                    kinds.ints += 1;
+                } else if raw.contains('.') && !raw.contains(['e', 'E']) {
+                    kinds.floats += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Keys present in at least `min_share` of the sampled rows, most frequent first, each with
+    /// the type all its sampled values fit (else text).
+    pub fn candidates(&self, min_share: f64) -> Vec<(Source, String, ColumnType)> {
+        let floor = (self.sampled as f64 * min_share).max(1.0);
+        let mut frequent: Vec<(&(Source, String), &Kinds)> = self
+            .keys
+            .iter()
+            .filter(|(_, kinds)| kinds.present as f64 >= floor)
+            .collect();
+        frequent.sort_by(|a, b| b.1.present.cmp(&a.1.present).then(a.0.1.cmp(&b.0.1)));
+        frequent
+            .into_iter()
+            .map(|((source, key), kinds)| {
+                let column_type = if kinds.ints == kinds.present {
+                    ColumnType::Int64
+                } else if kinds.floats == kinds.present {
+                    ColumnType::Float64
+                } else if kinds.bools == kinds.present {
+                    ColumnType::Boolean
+                } else {
+                    ColumnType::String
+                };
+                (*source, key.clone(), column_type)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,375 @@
+//! Reading shredded properties: after the rewrite, `hogql_prop(properties, 'k')` (what
+//! `properties.k`, `properties['k']` become) and `toFloat`/`toInt` of it read the key's own
+//! column in every SELECT whose FROM names the events table, so the JSON is not parsed at all
+//! when every file holds the column. While some files lack it (a backfill under way), each row
+//! reads the column where its `__shred` mask has the key's bit and the JSON elsewhere: the answer
+//! is the same either way (see [`crate::shred::write`] for why the column says exactly what the
+//! JSON does).
+//!
+//! Scope is decided per SELECT, never guessed: an unqualified `properties` is the events table's
+//! only when events is the only relation of that FROM; a qualified one when its qualifier names
+//! the events table. Anything else (persons' properties, a subquery's column, a CTE named
+//! `events`) keeps the JSON path.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    CastKind, DataType, ExactNumberInfo, ExcludeSelectItem, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, Query, Select, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, TableFactor, Value, Visit, VisitMut, Visitor,
+    VisitorMut, WildcardAdditionalOptions,
+};
+
+use super::tables::EVENTS;
+use super::template;
+use crate::shred::coverage::CoveredKey;
+use crate::shred::registry::Source;
+use crate::shred::{ColumnType, Coverage, MASK_COLUMN};
+
+/// Rewrites `query` to read the covered keys' columns.
+pub fn apply(query: &mut Query, coverage: &Coverage) {
+    if coverage.is_empty() || shadows_events(query) {
+        return;
+    }
+    Pass { coverage }.query(query, true);
+}
+
+/// Whether a CTE is named `events` (then `events` in FROM is not the table).
+fn shadows_events(query: &Query) -> bool {
+    struct Names(bool);
+    impl Visitor for Names {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+            if let Some(with) = &query.with {
+                self.0 |= with
+                    .cte_tables
+                    .iter()
+                    .any(|cte| cte.alias.name.value == EVENTS);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut names = Names(false);
+    let _ = query.visit(&mut names);
+    names.0
+}
+
+/// How a SELECT's FROM lets its expressions name the events table.
+#[derive(Debug, Clone, Default)]
+struct Scope {
+    /// Names (aliases, or `events`) the events table goes by in this FROM.
+    qualifiers: Vec<String>,
+    /// Events is the only relation: an unqualified column is its own.
+    unqualified: bool,
+}
+
+impl Scope {
+    fn of(select: &Select) -> Option<Self> {
+        let mut relations = 0;
+        let mut qualifiers = Vec::new();
+        let mut visit = |factor: &TableFactor| {
+            relations += 1;
+            if let TableFactor::Table { name, alias, .. } = factor
+                && let [ObjectNamePart::Identifier(table)] = name.0.as_slice()
+                && table.value == EVENTS
+            {
+                qualifiers.push(
+                    alias
+                        .as_ref()
+                        .map_or_else(|| EVENTS.to_owned(), |a| a.name.value.clone()),
+                );
+            }
+        };
+        for table in &select.from {
+            visit(&table.relation);
+            for join in &table.joins {
+                visit(&join.relation);
+            }
+        }
+        (!qualifiers.is_empty()).then(|| Scope {
+            unqualified: relations == 1,
+            qualifiers,
+        })
+    }
+
+    /// The qualifier to write the events table's columns with, when `column` (a JSON column
+    /// reference) is the events table's.
+    fn resolve(&self, column: &Expr, name: &str) -> Option<Option<String>> {
+        match column {
+            Expr::Identifier(ident) if ident.value == name && self.unqualified => Some(None),
+            Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                [table, ident] if ident.value == name && self.qualifiers.contains(&table.value) => {
+                    Some(Some(table.value.clone()))
+                }
+                _ => None,
+            },
+            Expr::Nested(inner) => self.resolve(inner, name),
+            _ => None,
+        }
+    }
+}
+
+struct Pass<'a> {
+    coverage: &'a Coverage,
+}
+
+impl Pass<'_> {
+    /// `named`: the query's columns were named from their text by the rewrite (the top level),
+    /// so rewriting an unnamed column cannot change its name.
+    fn query(&self, query: &mut Query, named: bool) {
+        if let Some(with) = &mut query.with {
+            for cte in &mut with.cte_tables {
+                self.query(&mut cte.query, false);
+            }
+        }
+        let scope = self.body(&mut query.body, named);
+        if let Some(order_by) = &mut query.order_by {
+            let _ = order_by.visit(&mut Exprs::new(self, scope.as_ref()));
+        }
+    }
+
+    fn body(&self, body: &mut SetExpr, named: bool) -> Option<Scope> {
+        match body {
+            SetExpr::Select(select) => {
+                let scope = Scope::of(select)
+                    .filter(|scope| named || !self.renames_a_column(select, scope));
+                if let Some(scope) = &scope {
+                    self.hide_columns(select, scope);
+                }
+                let _ = select.visit(&mut Exprs::new(self, scope.as_ref()));
+                scope
+            }
+            SetExpr::Query(query) => {
+                self.query(query, named);
+                None
+            }
+            SetExpr::SetOperation { left, right, .. } => {
+                self.body(left, named);
+                self.body(right, named);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether rewriting would change an unnamed column's expression, hence the name DataFusion
+    /// derives for it (a subquery's `*` would show it): such a SELECT keeps the JSON.
+    fn renames_a_column(&self, select: &Select, scope: &Scope) -> bool {
+        select.projection.iter().any(|item| match item {
+            SelectItem::UnnamedExpr(expr) => {
+                let mut copy = expr.clone();
+                let _ = VisitMut::visit(&mut copy, &mut Exprs::new(self, Some(scope)));
+                copy != *expr
+            }
+            _ => false,
+        })
+    }
+
+    /// `*` and `events.*` do not show the shredded columns.
+    fn hide_columns(&self, select: &mut Select, scope: &Scope) {
+        let hidden: Vec<ObjectName> = self
+            .coverage
+            .columns()
+            .map(|column| ObjectName::from(vec![Ident::with_quote('"', column)]))
+            .collect();
+        let exclude = |options: &mut WildcardAdditionalOptions| {
+            let mut names = match options.opt_exclude.take() {
+                Some(ExcludeSelectItem::Single(name)) => vec![name],
+                Some(ExcludeSelectItem::Multiple(names)) => names,
+                None => Vec::new(),
+            };
+            names.extend(hidden.iter().cloned());
+            options.opt_exclude = Some(ExcludeSelectItem::Multiple(names));
+        };
+        for item in &mut select.projection {
+            match item {
+                SelectItem::Wildcard(options) => exclude(options),
+                SelectItem::QualifiedWildcard(
+                    SelectItemQualifiedWildcardKind::ObjectName(name),
+                    options,
+                ) if matches!(name.0.as_slice(), [ObjectNamePart::Identifier(table)]
+                    if scope.qualifiers.contains(&table.value)) =>
+                {
+                    exclude(options)
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Rewrites the expressions of one scope; a nested query gets its own pass.
+struct Exprs<'a> {
+    pass: &'a Pass<'a>,
+    scope: Option<&'a Scope>,
+    depth: usize,
+    /// Text of each column read produced here → its key, so `toFloat` of it can read the
+    /// typed column.
+    produced: HashMap<String, (Option<String>, &'a CoveredKey, Expr)>,
+}
+
+impl<'a> Exprs<'a> {
+    fn new(pass: &'a Pass<'a>, scope: Option<&'a Scope>) -> Self {
+        Self {
+            pass,
+            scope,
+            depth: 0,
+            produced: HashMap::new(),
+        }
+    }
+}
+
+fn unnest(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Nested(inner) => unnest(inner),
+        other => other,
+    }
+}
+
+/// `name(args...)` when `expr` is a plain call of `name`.
+fn call_args<'e>(expr: &'e Expr, name: &str) -> Option<Vec<&'e Expr>> {
+    let Expr::Function(function) = expr else {
+        return None;
+    };
+    if !matches!(function.name.0.as_slice(), [ObjectNamePart::Identifier(ident)] if ident.value == name)
+        || function.over.is_some()
+        || function.filter.is_some()
+    {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return None;
+    }
+    list.args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(unnest(expr)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn column(qualifier: &Option<String>, name: &str) -> Expr {
+    let name = Ident::with_quote('"', name);
+    match qualifier {
+        Some(table) => Expr::CompoundIdentifier(vec![Ident::new(table), name]),
+        None => Expr::Identifier(name),
+    }
+}
+
+fn cast(expr: Expr, data_type: DataType) -> Expr {
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(expr),
+        data_type,
+        array: false,
+        format: None,
+    }
+}
+
+/// `CASE WHEN mask has the key's bit THEN from_column ELSE from_json END`, or `from_column`
+/// alone when every file holds the column.
+fn per_row(
+    qualifier: &Option<String>,
+    key: &CoveredKey,
+    from_column: Expr,
+    from_json: Expr,
+) -> Expr {
+    if key.everywhere {
+        return from_column;
+    }
+    let bit = Expr::Value(Value::Number((1i64 << key.slot).to_string(), false).into());
+    template::expr(
+        "CASE WHEN (__arg_0 & __arg_1) <> 0 THEN __arg_2 ELSE __arg_3 END",
+        &[column(qualifier, MASK_COLUMN), bit, from_column, from_json],
+    )
+    .unwrap_or_else(|_| unreachable_template())
+}
+
+/// The template above is constant text; it always parses.
+fn unreachable_template() -> Expr {
+    Expr::Value(Value::Null.into())
+}
+
+impl<'a> Exprs<'a> {
+    /// `hogql_prop(<events JSON column>, 'key')` → the key's text.
+    fn property(&mut self, expr: &Expr) -> Option<Expr> {
+        let scope = self.scope?;
+        let args = call_args(expr, "hogql_prop")?;
+        let [json, key] = args.as_slice() else {
+            return None;
+        };
+        let Expr::Value(value) = key else {
+            return None;
+        };
+        let Value::SingleQuotedString(key) = &value.value else {
+            return None;
+        };
+        let (source, qualifier) = [Source::Properties, Source::PersonProperties]
+            .into_iter()
+            .find_map(|source| Some((source, scope.resolve(json, source.column())?)))?;
+        let coverage: &'a Coverage = self.pass.coverage;
+        let covered = coverage.find(source, key)?;
+        let read = column(&qualifier, &covered.column);
+        let text = match covered.column_type {
+            ColumnType::String => read,
+            _ => cast(read, DataType::Varchar(None)),
+        };
+        let replaced = per_row(&qualifier, covered, text, expr.clone());
+        self.produced
+            .insert(replaced.to_string(), (qualifier, covered, expr.clone()));
+        Some(replaced)
+    }
+
+    /// `hogql_to_float(x)` / `hogql_to_int(x)` of a key read above, from its typed column.
+    fn conversion(&self, expr: &Expr) -> Option<Expr> {
+        let (name, args) = ["hogql_to_float", "hogql_to_int"]
+            .into_iter()
+            .find_map(|name| Some((name, call_args(expr, name)?)))?;
+        let [argument] = args.as_slice() else {
+            return None;
+        };
+        let (qualifier, covered, original) = self.produced.get(&argument.to_string())?;
+        let read = column(qualifier, &covered.column);
+        let typed = match (name, covered.column_type) {
+            ("hogql_to_float", ColumnType::Float64) | ("hogql_to_int", ColumnType::Int64) => read,
+            ("hogql_to_float", ColumnType::Int64) => {
+                cast(read, DataType::Double(ExactNumberInfo::None))
+            }
+            _ => return None,
+        };
+        let from_json = template::call(name, std::slice::from_ref(original)).ok()?;
+        Some(per_row(qualifier, covered, typed, from_json))
+    }
+}
+
+impl VisitorMut for Exprs<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if self.depth == 0 {
+            self.pass.query(query, false);
+        }
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if self.depth > 0 {
+            return ControlFlow::Continue(());
+        }
+        if let Some(replaced) = self.property(expr).or_else(|| self.conversion(expr)) {
+            *expr = replaced;
+        }
+        ControlFlow::Continue(())
+    }
+}
