@@ -55,9 +55,9 @@ fn event(i: usize, amount: Value) -> Value {
     let mut properties = json!({
         "$browser": browsers[i % browsers.len()],
         "amount": amount,
-        "plan": if i % 3 == 0 { json!("pro") } else { json!("free") },
-        "ratio": if i % 4 == 0 { json!(0.25 * i as f64) } else { json!(i) },
-        "flag": i % 2 == 0,
+        "plan": if i.is_multiple_of(3) { json!("pro") } else { json!("free") },
+        "ratio": if i.is_multiple_of(4) { json!(0.25 * i as f64) } else { json!(i) },
+        "flag": i.is_multiple_of(2),
         "price": 0.5 + (i % 40) as f64,
         "nested": {"inner": i % 5},
         "$set": {"email": format!("user{}@example.com", i % 7)},
@@ -66,7 +66,7 @@ fn event(i: usize, amount: Value) -> Value {
         properties.as_object_mut().unwrap().remove("$browser");
     }
     json!({
-        "event": if i % 2 == 0 { "view" } else { "buy" },
+        "event": if i.is_multiple_of(2) { "view" } else { "buy" },
         "distinct_id": format!("user-{}", i % 7),
         "timestamp": format!("2026-11-{:02}T{:02}:{:02}:00Z", 1 + i % 20, i % 24, i % 60),
         "properties": properties,

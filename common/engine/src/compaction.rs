@@ -32,6 +32,8 @@ pub struct CompactionReport {
     pub rows_reassigned: u64,
     /// Files rewritten with the shredded columns they lacked.
     pub files_backfilled: u64,
+    /// Keys slow queries read that got a column.
+    pub keys_from_slow_queries: usize,
 }
 
 /// Optimizes then vacuums one project's table; nothing to do for a project without one.
@@ -51,6 +53,12 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
     report.overrides_squashed = squash.overrides_squashed;
     report.rows_reassigned = squash.rows_reassigned;
     // Before `optimize`: it then merges files that all hold the same columns.
+    if crate::shred::enabled(state) {
+        report.keys_from_slow_queries =
+            crate::shred::slow_queries::register(state, team_id).await?;
+    }
+    let mut table = table;
+    crate::shred::observe_table(state, team_id, &mut table).await?;
     let (table, backfill) = crate::shred::backfill::backfill(state, team_id, table).await?;
     report.files_backfilled = backfill.files_rewritten;
     let target = NonZeroU64::new(TARGET_FILE_BYTES).unwrap_or(NonZeroU64::MIN);

@@ -8,6 +8,7 @@ use common::config::Backend;
 use common::models::{MembershipLevel, NewUser, User};
 use common::provisioning::{self, DEFAULT_TIMEZONE, bootstrap_if_empty};
 use common::store::DynamoStore;
+use engine::shred;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -60,6 +61,66 @@ pub enum AdminCommand {
         #[arg(long, value_delimiter = ',')]
         organizations: Option<Vec<Uuid>>,
     },
+    /// The project's shredded property keys (columns of their own in the events table).
+    #[command(subcommand)]
+    Shredded(ShreddedCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShreddedCommand {
+    /// Every key, active or dropped, with its column, type and slot.
+    List {
+        #[arg(long)]
+        project: i64,
+    },
+    /// Shred a key from now on; compaction backfills older files.
+    Add {
+        #[arg(long)]
+        project: i64,
+        #[arg(long)]
+        key: String,
+        #[arg(long, value_enum, default_value = "string")]
+        r#type: ShreddedType,
+        /// A person property (`person.properties.<key>`) instead of an event property.
+        #[arg(long)]
+        person: bool,
+    },
+    /// Stop writing a key's column; queries read it from the JSON where files lack it.
+    Drop {
+        #[arg(long)]
+        project: i64,
+        #[arg(long)]
+        key: String,
+        #[arg(long)]
+        person: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ShreddedType {
+    String,
+    Int64,
+    Float64,
+    Boolean,
+}
+
+impl From<ShreddedType> for shred::ColumnType {
+    fn from(kind: ShreddedType) -> Self {
+        match kind {
+            ShreddedType::String => shred::ColumnType::String,
+            ShreddedType::Int64 => shred::ColumnType::Int64,
+            ShreddedType::Float64 => shred::ColumnType::Float64,
+            ShreddedType::Boolean => shred::ColumnType::Boolean,
+        }
+    }
+}
+
+fn source(person: bool) -> shred::Source {
+    if person {
+        shred::Source::PersonProperties
+    } else {
+        shred::Source::Properties
+    }
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -169,6 +230,35 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
                 "scoped_organizations": key.scoped_organizations,
                 "personal_api_key": secret,
             })
+        }
+        AdminCommand::Shredded(command) => {
+            let registry = match command {
+                ShreddedCommand::List { project } => shred::registry::load(store, project).await?,
+                ShreddedCommand::Add {
+                    project,
+                    key,
+                    r#type,
+                    person,
+                } => shred::registry::add(
+                    store,
+                    project,
+                    source(person),
+                    &key,
+                    r#type.into(),
+                    shred::Origin::Admin,
+                    state.clock.now(),
+                )
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?,
+                ShreddedCommand::Drop {
+                    project,
+                    key,
+                    person,
+                } => shred::registry::drop_key(store, project, source(person), &key)
+                    .await
+                    .map_err(|error| anyhow::anyhow!("{error}"))?,
+            };
+            serde_json::to_value(&registry)?
         }
     };
     println!("{output}");

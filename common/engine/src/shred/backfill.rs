@@ -140,13 +140,7 @@ async fn rewrite(
         let Some(remove) = removes.get(path) else {
             continue;
         };
-        let location = object_store::path::Path::from(format!("{root}/{path}"));
-        let bytes = state.objects.get(&location).await?.bytes().await?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-            .map_err(DeltaTableError::from)?
-            .build()
-            .map_err(DeltaTableError::from)?;
-        for batch in reader {
+        for batch in read_file(state, &root, path).await? {
             let batch = batch?;
             report.rows_rewritten += batch.num_rows() as u64;
             writer
@@ -171,6 +165,38 @@ async fn rewrite(
         .await?;
     table.update_incremental(None).await?;
     super::settle(state, team_id, &shredder).await
+}
+
+/// The batches of one of the table's files (`path` relative to the table at `root`).
+pub(crate) async fn read_file(
+    state: &AppState,
+    root: &str,
+    path: &str,
+) -> Result<deltalake_core::parquet::arrow::arrow_reader::ParquetRecordBatchReader, CommitError> {
+    let location = object_store::path::Path::from(format!("{root}/{path}"));
+    let bytes = state.objects.get(&location).await?.bytes().await?;
+    Ok(ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(DeltaTableError::from)?
+        .build()
+        .map_err(DeltaTableError::from)?)
+}
+
+/// The path of the table's largest file: a sample of what the project sends.
+pub(crate) fn largest_file(table: &DeltaTable) -> Result<Option<String>, DeltaTableError> {
+    let actions = table.snapshot()?.add_actions_table(true)?;
+    let (Some(paths), Some(sizes)) = (
+        actions
+            .column_by_name("path")
+            .map(|c| c.as_string::<i32>().clone()),
+        actions
+            .column_by_name("size_bytes")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>().cloned()),
+    ) else {
+        return Ok(None);
+    };
+    Ok((0..actions.num_rows())
+        .max_by_key(|&row| sizes.value(row))
+        .map(|row| paths.value(row).to_owned()))
 }
 
 /// Data files of a partitioned table do not store the partition column: it comes back from

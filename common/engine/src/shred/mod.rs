@@ -5,7 +5,8 @@
 //! [`crate::sql::shredded`]), and compaction backfills older files.
 //!
 //! - [`registry`]: the project's shredded keys (Store);
-//! - [`observe`]: key frequencies at ingestion, which fill the registry;
+//! - [`observe`]: key frequencies at ingestion, and [`slow_queries`]: keys slow queries read,
+//!   which fill the registry;
 //! - [`write`]: the columns every writer adds to its batches;
 //! - [`coverage`]: which keys the files of a snapshot hold;
 //! - [`backfill`]: rewriting files that lack active keys.
@@ -14,6 +15,7 @@ pub mod backfill;
 pub mod coverage;
 pub mod observe;
 pub mod registry;
+pub mod slow_queries;
 pub mod write;
 
 use common::AppState;
@@ -64,9 +66,15 @@ pub async fn prepare(
             registry::shreddable(key) && registry.find(*source, key).is_none()
         });
         if room && new {
-            registry = registry::add_frequent(store, team_id, &candidates, state.clock.now())
-                .await
-                .map_err(registry_error)?;
+            registry = registry::add_candidates(
+                store,
+                team_id,
+                &candidates,
+                Origin::Ingestion,
+                state.clock.now(),
+            )
+            .await
+            .map_err(registry_error)?;
         }
     }
     ensure_columns(table, &registry).await?;
@@ -74,6 +82,43 @@ pub async fn prepare(
         Some(&registry),
         table_schema(table)?.as_ref(),
     ))
+}
+
+/// Rows of the table sampled when its registry is empty.
+const TABLE_SAMPLE_ROWS: usize = 65_536;
+
+/// Picks the frequent keys of a table whose registry is empty (loaded while shredding was off,
+/// or from commits too small to decide), from a sample of its largest file; backfill then fills
+/// them in.
+pub async fn observe_table(
+    state: &AppState,
+    team_id: i64,
+    table: &mut DeltaTable,
+) -> Result<(), CommitError> {
+    if !enabled(state)
+        || registry::load(state.store.as_ref(), team_id)
+            .await?
+            .active()
+            .next()
+            .is_some()
+    {
+        return Ok(());
+    }
+    let Some(path) = backfill::largest_file(table)? else {
+        return Ok(());
+    };
+    let mut counts = KeyCounts::default();
+    let mut rows = 0;
+    for batch in backfill::read_file(state, &crate::lake::table_path(team_id), &path).await? {
+        let batch = batch?;
+        rows += batch.num_rows();
+        counts.observe(&batch);
+        if rows >= TABLE_SAMPLE_ROWS {
+            break;
+        }
+    }
+    prepare(state, team_id, table, Some(&counts)).await?;
+    Ok(())
 }
 
 /// After a write: typed keys whose values did not fit become text keys (see
@@ -98,7 +143,7 @@ pub async fn settle(
     Ok(())
 }
 
-fn registry_error(error: registry::RegistryError) -> CommitError {
+pub(crate) fn registry_error(error: registry::RegistryError) -> CommitError {
     match error {
         registry::RegistryError::Store(store) => CommitError::Store(store),
         invalid => CommitError::Delta(DeltaTableError::Generic(invalid.to_string())),
@@ -143,4 +188,27 @@ pub async fn ensure_columns(
         }
     }
     Ok(())
+}
+
+/// Bytes of column data in local Parquet files, and how many of them shredded columns take
+/// (from the footers): what shredding costs in storage.
+pub fn column_bytes(files: &[std::path::PathBuf]) -> Result<(u64, u64), DeltaTableError> {
+    use deltalake_core::parquet::file::reader::{FileReader, SerializedFileReader};
+    let (mut total, mut shredded) = (0u64, 0u64);
+    for path in files {
+        let file =
+            std::fs::File::open(path).map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+        let reader = SerializedFileReader::new(file)?;
+        for group in reader.metadata().row_groups() {
+            for column in group.columns() {
+                let bytes = column.compressed_size().max(0) as u64;
+                total += bytes;
+                let name = column.column_path().string();
+                if name.starts_with("p_") || name.starts_with("pp_") || name == MASK_COLUMN {
+                    shredded += bytes;
+                }
+            }
+        }
+    }
+    Ok((total, shredded))
 }

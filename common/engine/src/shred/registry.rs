@@ -19,7 +19,7 @@ pub const MAX_SLOTS: u8 = 63;
 const MAX_KEY_LENGTH: usize = 64;
 
 /// The JSON column a key is read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The event's `properties`.
@@ -309,10 +309,11 @@ pub async fn demote(
 
 /// Adds the candidates (most frequent first) that fit under the cap; keys that cannot be
 /// columns, or are known already (dropped ones included: a person dropped them), are skipped.
-pub async fn add_frequent(
+pub async fn add_candidates(
     store: &dyn Store,
     team_id: i64,
     candidates: &[(Source, String, ColumnType)],
+    origin: Origin,
     now: DateTime<Utc>,
 ) -> Result<Registry, RegistryError> {
     change(store, team_id, |mut registry| {
@@ -326,7 +327,7 @@ pub async fn add_frequent(
             }
             match registry
                 .clone()
-                .with_key(*source, key, *column_type, Origin::Ingestion, now)
+                .with_key(*source, key, *column_type, origin, now)
             {
                 Ok((next, added)) => {
                     registry = next;

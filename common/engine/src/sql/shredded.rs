@@ -87,7 +87,7 @@ impl Scope {
                 visit(&join.relation);
             }
         }
-        (!qualifiers.is_empty()).then(|| Scope {
+        (!qualifiers.is_empty()).then_some(Scope {
             unqualified: relations == 1,
             qualifiers,
         })

@@ -53,6 +53,10 @@ pub struct Args {
     /// Time our queries only.
     #[arg(long)]
     skip_duckdb: bool,
+    /// Run compaction (which backfills shredded columns into files that lack them) before the
+    /// shredded run, and time it: for a table loaded with `ANALYTICS_SHREDDING=off`.
+    #[arg(long)]
+    backfill: bool,
 }
 
 /// A bench's data: its folder (`--data-dir`, else a temporary one that `_temporary` keeps until
@@ -116,11 +120,24 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if !loaded {
         load(&state, project, &args).await?;
     }
-    let files = table_files(&state, project).await?;
     let load_peak = crate::import::peak_rss_bytes();
     // Reset the high-water mark (Linux: clear_refs 5), so the query phase gets its own peak.
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
 
+    if args.backfill {
+        let started = Instant::now();
+        let report = engine::compaction::compact_team(&state, project).await?;
+        println!(
+            "compaction in {:.1} s: {} files backfilled with shredded columns, {} added, {} removed",
+            started.elapsed().as_secs_f64(),
+            report.files_backfilled,
+            report.files_added,
+            report.files_removed
+        );
+    }
+    let files = table_files(&state, project).await?;
+    print_shredding(&state, project, &files).await?;
+    let unshredded = time_ours(&with_shredding(&state, false), project, &key, args.runs).await?;
     let ours = time_ours(&state, project, &key, args.runs).await?;
     let query_peak = crate::import::peak_rss_bytes();
     let duckdb = if args.skip_duckdb {
@@ -134,7 +151,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     };
-    print_table(&ours, duckdb.as_ref());
+    print_table(&unshredded, &ours, duckdb.as_ref());
 
     let mib =
         |bytes: Option<u64>| bytes.map_or("?".to_owned(), |b| format!("{} MiB", b / (1 << 20)));
@@ -157,12 +174,47 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     let failed: Vec<&str> = ours
         .iter()
+        .chain(&unshredded)
         .filter(|t| t.error.is_some())
         .map(|t| t.name)
         .collect();
     if !failed.is_empty() {
         bail!("queries failed: {}", failed.join(", "));
     }
+    Ok(())
+}
+
+/// The same state with shredded columns read (and written) or not.
+pub(super) fn with_shredding(state: &AppState, on: bool) -> AppState {
+    let mut config = (*state.config).clone();
+    config.query.shredding = on;
+    AppState {
+        config: std::sync::Arc::new(config),
+        ..state.clone()
+    }
+}
+
+/// The table's bytes, and how many of them the shredded columns take (from the Parquet footers).
+async fn print_shredding(state: &AppState, project: i64, files: &[PathBuf]) -> anyhow::Result<()> {
+    let (total, shredded) = engine::shred::column_bytes(files)?;
+    let registry = engine::shred::registry::load(state.store.as_ref(), project).await?;
+    let table = engine::lake::open_existing(state, project).await?;
+    let coverage = match &table {
+        Some(table) => engine::shred::Coverage::of(table, &registry)?,
+        None => Default::default(),
+    };
+    let everywhere = coverage.keys.iter().filter(|k| k.everywhere).count();
+    let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    println!(
+        "table: {} files, {:.1} MiB of column data, {:.1} MiB of it in shredded columns \
+         (+{:.1}% over the JSON-only table); {} keys shredded, {} of them in every file",
+        files.len(),
+        mib(total),
+        mib(shredded),
+        100.0 * shredded as f64 / (total - shredded).max(1) as f64,
+        registry.active().count(),
+        everywhere,
+    );
     Ok(())
 }
 
@@ -339,17 +391,30 @@ async fn time_ours(
     Ok(timings)
 }
 
-fn print_table(ours: &[Timing], duckdb: Option<&Value>) {
+fn print_table(unshredded: &[Timing], ours: &[Timing], duckdb: Option<&Value>) {
     let empty = Vec::new();
     let theirs = duckdb
         .and_then(|r| r["results"].as_array())
         .unwrap_or(&empty);
     println!();
     println!(
-        "{:<28} {:>5} {:>10} {:>10} {:>8}  same numbers",
-        "query", "rows", "ours ms", "duckdb ms", "ratio"
+        "{:<28} {:>5} {:>10} {:>10} {:>10} {:>8}  same numbers (duckdb, json)",
+        "query", "rows", "json ms", "ours ms", "duckdb ms", "ratio"
     );
-    for timing in ours {
+    for (timing, json) in ours.iter().zip(unshredded) {
+        let json_ms = match &json.error {
+            Some(_) => "error".to_owned(),
+            None => format!("{:.1}", json.best_ms),
+        };
+        let same_as_json = if json.error.is_none() && timing.error.is_none() {
+            if same_numbers(&timing.results, &json.results) {
+                "yes"
+            } else {
+                "NO"
+            }
+        } else {
+            "-"
+        };
         let other = theirs
             .iter()
             .find(|r| r["name"].as_str() == Some(timing.name));
@@ -383,8 +448,8 @@ fn print_table(ours: &[Timing], duckdb: Option<&Value>) {
             None => ("-".to_owned(), "-".to_owned(), "-"),
         };
         println!(
-            "{:<28} {:>5} {:>10} {:>10} {:>8}  {}",
-            timing.name, timing.rows, ours_ms, duck_ms, ratio, same
+            "{:<28} {:>5} {:>10} {:>10} {:>10} {:>8}  {}, {}",
+            timing.name, timing.rows, json_ms, ours_ms, duck_ms, ratio, same, same_as_json
         );
     }
     println!();

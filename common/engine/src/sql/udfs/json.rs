@@ -134,6 +134,9 @@ fn text_value<'a>(
     })
 }
 
+/// Told each top-level key reached: its name, its value's kind, its raw JSON text.
+pub(crate) type KeySeen<'s> = dyn FnMut(&str, Peek, Option<&str>) + 's;
+
 /// One walk over a JSON object's top-level keys, for the writers that shred properties into
 /// columns: for the first occurrence of each key in `wanted`, `found(index, value)` gets exactly
 /// what `hogql_prop(text, key)` gives for it (`None` for NULL), so a shredded column always holds
@@ -144,7 +147,7 @@ pub(crate) fn property_values(
     wanted: &std::collections::HashMap<&str, usize>,
     done: &mut [bool],
     mut found: impl FnMut(usize, Option<&str>),
-    mut seen: Option<&mut dyn FnMut(&str, Peek, Option<&str>)>,
+    mut seen: Option<&mut KeySeen>,
 ) {
     let mut jiter = Jiter::new(text.as_bytes());
     if !matches!(jiter.peek(), Ok(Peek::Object)) {
