@@ -85,7 +85,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             agg(
                 2,
                 2,
-                Template(&[(2, "count(DISTINCT hogql_uniq_hash($0)) FILTER (WHERE $1)")]),
+                Template(&[(2, "hogql_uniq(hogql_uniq_hash($0)) FILTER (WHERE $1)")]),
             ),
         ),
         (
@@ -953,7 +953,7 @@ fn count(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
 /// for hash collisions, and far lighter than distinct values).
 fn uniq(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     let hash = template::call("hogql_uniq_hash", &args)?;
-    instantiate("count(DISTINCT $0)", vec![hash])
+    template::call(super::uniq::NAME, &[hash])
 }
 
 fn uniq_exact(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {

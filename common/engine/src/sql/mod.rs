@@ -13,6 +13,7 @@ pub(crate) mod shredded;
 pub(crate) mod tables;
 mod template;
 pub(crate) mod udfs;
+mod uniq;
 
 use std::error::Error;
 use std::fmt;
@@ -268,6 +269,7 @@ pub async fn open_session(
         ctx.register_udf(udf);
     }
     ctx.register_udaf(funnel::aggregate_funnel());
+    ctx.register_udaf(uniq::aggregate_uniq());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
     Ok(Session {
         ctx,
