@@ -13,6 +13,14 @@ use serde_json::{Value, json};
 
 /// Reads `properties` in every form the rewrite knows, and in forms it must leave alone.
 const QUERIES: &[&str] = &[
+    "select event, count() as c from events group by event order by c desc, event",
+    "select e.event, count() from events e where e.event != 'nope' group by e.event order by e.event",
+    "select event as name, countIf(event = 'buy'), count() from events group by name order by name",
+    "select event, count() from events where event in ('view', 'nope') group by event having event != 'x' \
+       order by event",
+    "select count() from events where event = 'buy' and properties.plan = 'pro'",
+    "select toStartOfDay(timestamp) as day, event, uniq(distinct_id) from events group by day, event \
+       order by day, event",
     "select count() from events where properties.plan = 'pro'",
     "select countIf(properties.plan = 'pro') from events",
     "select properties.plan, count() from events group by 1 order by 1",

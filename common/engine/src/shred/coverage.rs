@@ -24,6 +24,11 @@ pub struct CoveredKey {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Coverage {
     pub keys: Vec<CoveredKey>,
+    /// Event names by code (`event_names[code - 1]`).
+    pub event_names: std::sync::Arc<Vec<String>>,
+    /// Every name has a code (the registry never overflowed), so a row without a code is a
+    /// row of a file written before codes.
+    pub events_complete: bool,
 }
 
 /// Each file's mask as far as statistics tell: exact when constant, else unknown.
@@ -98,7 +103,19 @@ impl Coverage {
                 everywhere: everywhere & (1 << k.slot) != 0,
             })
             .collect();
-        Ok(Self { keys })
+        Ok(Self {
+            keys,
+            event_names: std::sync::Arc::new(registry.events.clone()),
+            events_complete: !registry.events_overflowed,
+        })
+    }
+
+    /// An event name's code.
+    pub fn event_code(&self, name: &str) -> Option<i64> {
+        self.event_names
+            .iter()
+            .position(|known| known == name)
+            .map(|i| i as i64 + 1)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -77,6 +77,18 @@ pub async fn prepare(
             .map_err(registry_error)?;
         }
     }
+    if let Some(counts) = counts {
+        let names = counts.event_names();
+        let coded: std::collections::HashSet<&str> =
+            registry.events.iter().map(String::as_str).collect();
+        let event_key = registry.find(Source::Event, registry::EVENT_KEY).is_some();
+        let uncoded = names.iter().any(|name| !coded.contains(name.as_str()));
+        if !names.is_empty() && (!event_key || (uncoded && !registry.events_overflowed)) {
+            registry = registry::code_events(store, team_id, &names, state.clock.now())
+                .await
+                .map_err(registry_error)?;
+        }
+    }
     ensure_columns(table, &registry).await?;
     Ok(Shredder::new(
         Some(&registry),
@@ -87,21 +99,20 @@ pub async fn prepare(
 /// Rows of the table sampled when its registry is empty.
 const TABLE_SAMPLE_ROWS: usize = 65_536;
 
-/// Picks the frequent keys of a table whose registry is empty (loaded while shredding was off,
-/// or from commits too small to decide), from a sample of its largest file; backfill then fills
-/// them in.
+/// Picks the frequent keys (and codes the event names) of a table whose registry has none yet
+/// (loaded while shredding was off, or from commits too small to decide), from a sample of its
+/// largest file; backfill then fills them in.
 pub async fn observe_table(
     state: &AppState,
     team_id: i64,
     table: &mut DeltaTable,
 ) -> Result<(), CommitError> {
-    if !enabled(state)
-        || registry::load(state.store.as_ref(), team_id)
-            .await?
-            .active()
-            .next()
-            .is_some()
-    {
+    if !enabled(state) {
+        return Ok(());
+    }
+    let registry = registry::load(state.store.as_ref(), team_id).await?;
+    let coded = registry.find(Source::Event, registry::EVENT_KEY).is_some();
+    if coded && registry.active().count() > 1 {
         return Ok(());
     }
     let Some(path) = backfill::largest_file(table)? else {
@@ -121,13 +132,19 @@ pub async fn observe_table(
     Ok(())
 }
 
-/// After a write: typed keys whose values did not fit become text keys (see
-/// [`registry::demote`]).
+/// After a write: names without a code get one, and typed keys whose values did not fit become
+/// text keys (see [`registry::demote`]).
 pub async fn settle(
     state: &AppState,
     team_id: i64,
     shredder: &Shredder,
 ) -> Result<(), CommitError> {
+    let uncoded = shredder.uncoded();
+    if !uncoded.is_empty() {
+        registry::code_events(state.store.as_ref(), team_id, &uncoded, state.clock.now())
+            .await
+            .map_err(registry_error)?;
+    }
     let misfits = shredder.misfits();
     if misfits.is_empty() {
         return Ok(());

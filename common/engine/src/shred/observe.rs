@@ -29,7 +29,12 @@ struct Kinds {
 pub struct KeyCounts {
     sampled: u64,
     keys: HashMap<(Source, String), Kinds>,
+    /// Every event name seen (not a sample: each needs a code before its rows are written).
+    event_names: std::collections::HashSet<String>,
 }
+
+/// Distinct event names remembered at most.
+const MAX_EVENT_NAMES_SEEN: usize = 10_000;
 
 impl KeyCounts {
     /// Rows sampled so far.
@@ -37,11 +42,28 @@ impl KeyCounts {
         self.sampled
     }
 
-    /// Samples a base batch's rows evenly.
+    /// The event names seen.
+    pub fn event_names(&self) -> Vec<String> {
+        self.event_names.iter().cloned().collect()
+    }
+
+    /// Samples a base batch's rows evenly, and notes every event name.
     pub fn observe(&mut self, batch: &RecordBatch) {
         let rows = batch.num_rows();
         if rows == 0 {
             return;
+        }
+        if let Some(names) = batch
+            .column_by_name("event")
+            .and_then(|c| cast(c, &DataType::Utf8).ok())
+        {
+            let names = names.as_string::<i32>();
+            for name in names.iter().flatten() {
+                if !self.event_names.contains(name) && self.event_names.len() < MAX_EVENT_NAMES_SEEN
+                {
+                    self.event_names.insert(name.to_owned());
+                }
+            }
         }
         let step = rows.div_ceil(SAMPLE_ROWS_PER_BATCH).max(1);
         let wanted = HashMap::new();

@@ -26,6 +26,9 @@ pub enum Source {
     Properties,
     /// The person's properties as of the event (`person.properties.x`).
     PersonProperties,
+    /// The event's name, as an integer code (one entry, key `event`, column `event_code`):
+    /// grouping and comparing integers is far cheaper than strings.
+    Event,
 }
 
 impl Source {
@@ -34,6 +37,7 @@ impl Source {
         match self {
             Source::Properties => "properties",
             Source::PersonProperties => "person_properties",
+            Source::Event => "event",
         }
     }
 
@@ -41,6 +45,7 @@ impl Source {
         match self {
             Source::Properties => "p_",
             Source::PersonProperties => "pp_",
+            Source::Event => "",
         }
     }
 }
@@ -95,7 +100,19 @@ pub struct ShreddedKey {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Registry {
     pub keys: Vec<ShreddedKey>,
+    /// Event names by code: code `n` is `events[n - 1]`. Codes never change.
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// More names were seen than [`MAX_EVENT_NAMES`]: those rows have no code.
+    #[serde(default)]
+    pub events_overflowed: bool,
 }
+
+/// The event key's entry and column.
+pub const EVENT_KEY: &str = "event";
+pub const EVENT_CODE_COLUMN: &str = "event_code";
+/// Names coded at most (the registry is one Store item: DynamoDB items stop at 400 KB).
+pub const MAX_EVENT_NAMES: usize = 2_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
@@ -171,7 +188,10 @@ impl Registry {
                 "This project has used all {MAX_SLOTS} shredding slots"
             )));
         }
-        let mut column = format!("{}{key}{}", source.prefix(), column_type.suffix());
+        let mut column = match source {
+            Source::Event => EVENT_CODE_COLUMN.to_owned(),
+            _ => format!("{}{key}{}", source.prefix(), column_type.suffix()),
+        };
         if self.keys.iter().any(|k| k.column == column) {
             column = format!("{column}__{slot}");
         }
@@ -277,6 +297,50 @@ pub async fn drop_key(
 ) -> Result<Registry, RegistryError> {
     change(store, team_id, |registry| {
         Ok(registry.without_key(source, key))
+    })
+    .await
+}
+
+/// Gives codes to the names not coded yet (as many as fit under [`MAX_EVENT_NAMES`]), and makes
+/// sure the event key is shredded.
+pub async fn code_events(
+    store: &dyn Store,
+    team_id: i64,
+    names: &[String],
+    now: DateTime<Utc>,
+) -> Result<Registry, RegistryError> {
+    change(store, team_id, |mut registry| {
+        let mut changed = false;
+        if registry.find(Source::Event, EVENT_KEY).is_none() {
+            let (with, _) = registry.with_key(
+                Source::Event,
+                EVENT_KEY,
+                ColumnType::Int64,
+                Origin::Ingestion,
+                now,
+            )?;
+            registry = with;
+            changed = true;
+        }
+        let known: std::collections::HashSet<&str> =
+            registry.events.iter().map(String::as_str).collect();
+        let mut new: Vec<String> = names
+            .iter()
+            .filter(|name| !known.contains(name.as_str()))
+            .cloned()
+            .collect();
+        new.sort();
+        new.dedup();
+        for name in new {
+            if registry.events.len() >= MAX_EVENT_NAMES {
+                changed |= !registry.events_overflowed;
+                registry.events_overflowed = true;
+                break;
+            }
+            registry.events.push(name);
+            changed = true;
+        }
+        Ok((registry, changed))
     })
     .await
 }

@@ -4,8 +4,9 @@
 //! holds. A key whose values do not fit its type in some batch leaves that batch's bit unset:
 //! its rows are read from the JSON, so an answer never depends on how a file was written.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use deltalake_core::arrow::array::{
@@ -50,7 +51,14 @@ pub struct Shredder {
     schema: SchemaRef,
     /// Slots of typed keys some batch's values did not fit: the writer demotes them to text.
     misfits: AtomicI64,
+    /// Event name → code.
+    codes: HashMap<String, i64>,
+    /// Names some batch had without a code: the writer codes them for the next writes.
+    uncoded: Mutex<HashSet<String>>,
 }
+
+/// Uncoded names remembered per writer at most.
+const MAX_UNCODED: usize = 1_000;
 
 impl Shredder {
     /// Fills the registry's active keys that the table has columns for (of the right type);
@@ -90,7 +98,58 @@ impl Shredder {
             planned,
             schema: Arc::new(Schema::new(fields)),
             misfits: AtomicI64::new(0),
+            codes: registry
+                .map(|r| {
+                    r.events
+                        .iter()
+                        .enumerate()
+                        .map(|(i, name)| (name.clone(), i as i64 + 1))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            uncoded: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Event names some batch had without a code.
+    pub fn uncoded(&self) -> Vec<String> {
+        self.uncoded
+            .lock()
+            .map(|names| names.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The batch's event codes, and whether every row has one.
+    fn event_codes(&self, batch: &RecordBatch) -> Result<(ArrayRef, bool), ArrowError> {
+        let names = text_column(batch, "event")?;
+        let mut complete = true;
+        let mut missing = Vec::new();
+        let codes: Int64Array = (0..names.len())
+            .map(|row| {
+                if names.is_null(row) {
+                    return None;
+                }
+                let code = self.codes.get(names.value(row)).copied();
+                if code.is_none() {
+                    complete = false;
+                    if missing.len() < MAX_UNCODED {
+                        missing.push(names.value(row).to_owned());
+                    }
+                }
+                code
+            })
+            .collect();
+        if !missing.is_empty()
+            && let Ok(mut uncoded) = self.uncoded.lock()
+        {
+            for name in missing {
+                if uncoded.len() >= MAX_UNCODED {
+                    break;
+                }
+                uncoded.insert(name);
+            }
+        }
+        Ok((Arc::new(codes), complete))
     }
 
     /// Slots of the typed keys whose values did not fit their type in some batch so far.
@@ -113,6 +172,13 @@ impl Shredder {
         let rows = batch.num_rows();
         let mut values: HashMap<&str, ArrayRef> = HashMap::new();
         let mut mask: i64 = 0;
+        if let Some(event) = self.planned.iter().find(|p| p.source == Source::Event) {
+            let (codes, complete) = self.event_codes(batch)?;
+            if complete {
+                mask |= 1 << event.slot;
+            }
+            values.insert(event.column.as_str(), codes);
+        }
         for source in [Source::Properties, Source::PersonProperties] {
             let keys: Vec<&Planned> = self.planned.iter().filter(|p| p.source == source).collect();
             if keys.is_empty() {

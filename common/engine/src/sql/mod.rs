@@ -2,6 +2,7 @@
 //! rewrite the text, register only the project's own tables, run under memory and time limits.
 
 mod aliases;
+mod event_names;
 mod functions;
 mod funnel;
 pub mod materialize;
@@ -271,6 +272,11 @@ pub async fn open_session(
     ctx.register_udaf(funnel::aggregate_funnel());
     ctx.register_udaf(uniq::aggregate_uniq());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
+    if !registered.coverage.event_names.is_empty() {
+        ctx.register_udf(event_names::event_name(
+            registered.coverage.event_names.clone(),
+        ));
+    }
     Ok(Session {
         ctx,
         events_version: registered.events_version,

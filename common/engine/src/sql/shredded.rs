@@ -15,16 +15,19 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, ExactNumberInfo, ExcludeSelectItem, Expr, FunctionArg, FunctionArgExpr,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, Query, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, SetExpr, TableFactor, Value, Visit, VisitMut, Visitor,
-    VisitorMut, WildcardAdditionalOptions,
+    BinaryOperator, CastKind, DataType, ExactNumberInfo, ExcludeSelectItem, Expr, FunctionArg,
+    FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, ObjectName, ObjectNamePart, Query,
+    Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, TableFactor, Value, Visit,
+    VisitMut, Visitor, VisitorMut, WildcardAdditionalOptions,
 };
 
 use super::tables::EVENTS;
 use super::template;
+
+/// Reads an event's name back from its code (registered per query with the project's names).
+pub const EVENT_NAME_FUNCTION: &str = "hogql_event_name";
 use crate::shred::coverage::CoveredKey;
-use crate::shred::registry::Source;
+use crate::shred::registry::{EVENT_CODE_COLUMN, EVENT_KEY, Source};
 use crate::shred::{ColumnType, Coverage, MASK_COLUMN};
 
 /// Rewrites `query` to read the covered keys' columns.
@@ -62,6 +65,8 @@ struct Scope {
     qualifiers: Vec<String>,
     /// Events is the only relation: an unqualified column is its own.
     unqualified: bool,
+    /// GROUP BY `event` became GROUP BY `event_code` (names are read back from the codes).
+    grouped_by_code: bool,
 }
 
 impl Scope {
@@ -90,6 +95,7 @@ impl Scope {
         (!qualifiers.is_empty()).then_some(Scope {
             unqualified: relations == 1,
             qualifiers,
+            grouped_by_code: false,
         })
     }
 
@@ -126,6 +132,9 @@ impl Pass<'_> {
         let scope = self.body(&mut query.body, named);
         if let Some(order_by) = &mut query.order_by {
             let _ = order_by.visit(&mut Exprs::new(self, scope.as_ref()));
+            if let Some(scope) = scope.as_ref().filter(|s| s.grouped_by_code) {
+                let _ = order_by.visit(&mut EventNames { scope, depth: 0 });
+            }
         }
     }
 
@@ -138,7 +147,10 @@ impl Pass<'_> {
                     self.hide_columns(select, scope);
                 }
                 let _ = select.visit(&mut Exprs::new(self, scope.as_ref()));
-                scope
+                scope.map(|mut scope| {
+                    scope.grouped_by_code = self.group_by_code(select, &scope);
+                    scope
+                })
             }
             SetExpr::Query(query) => {
                 self.query(query, named);
@@ -164,6 +176,52 @@ impl Pass<'_> {
             }
             _ => false,
         })
+    }
+
+    /// GROUP BY `event` → GROUP BY `event_code` when every row has a code, names read back from
+    /// the codes after grouping (`hogql_event_name`): grouping integers is far cheaper.
+    fn group_by_code(&self, select: &mut Select, scope: &Scope) -> bool {
+        let coverage = self.coverage;
+        let Some(covered) = coverage.find(Source::Event, EVENT_KEY) else {
+            return false;
+        };
+        if !covered.everywhere || !coverage.events_complete {
+            return false;
+        }
+        let GroupByExpr::Expressions(exprs, _) = &mut select.group_by else {
+            return false;
+        };
+        let mut grouped = false;
+        for expr in exprs.iter_mut() {
+            if let Some(qualifier) = scope.resolve(expr, EVENT_KEY) {
+                *expr = column(&qualifier, EVENT_CODE_COLUMN);
+                grouped = true;
+            }
+        }
+        if !grouped {
+            return false;
+        }
+        for item in &mut select.projection {
+            if let SelectItem::UnnamedExpr(expr) = item
+                && scope.resolve(expr, EVENT_KEY).is_some()
+            {
+                *item = SelectItem::ExprWithAlias {
+                    expr: expr.clone(),
+                    alias: Ident::new(EVENT_KEY),
+                };
+            }
+        }
+        let mut names = EventNames { scope, depth: 0 };
+        for item in &mut select.projection {
+            let _ = VisitMut::visit(item, &mut names);
+        }
+        for clause in [&mut select.having, &mut select.qualify]
+            .into_iter()
+            .flatten()
+        {
+            let _ = VisitMut::visit(clause, &mut names);
+        }
+        true
     }
 
     /// `*` and `events.*` do not show the shredded columns.
@@ -347,6 +405,117 @@ impl<'a> Exprs<'a> {
     }
 }
 
+/// Bare `event` → `hogql_event_name(event_code)`, outside nested queries.
+struct EventNames<'a> {
+    scope: &'a Scope,
+    depth: usize,
+}
+
+impl VisitorMut for EventNames<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if self.depth == 0
+            && let Some(qualifier) = self.scope.resolve(expr, EVENT_KEY)
+            && let Ok(named) = template::call(
+                EVENT_NAME_FUNCTION,
+                &[column(&qualifier, EVENT_CODE_COLUMN)],
+            )
+        {
+            *expr = named;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl Exprs<'_> {
+    /// `event = 'x'` (and `!=`, IS [NOT] DISTINCT FROM, IN) → the same on `event_code`.
+    fn event_comparison(&self, expr: &Expr) -> Option<Expr> {
+        let scope = self.scope?;
+        let coverage = self.pass.coverage;
+        let covered = coverage.find(Source::Event, EVENT_KEY)?;
+        let code = |value: &Expr| -> Option<Expr> {
+            let Expr::Value(value) = unnest(value) else {
+                return None;
+            };
+            let Value::SingleQuotedString(name) = &value.value else {
+                return None;
+            };
+            let code = coverage.event_code(name)?;
+            Some(Expr::Value(Value::Number(code.to_string(), false).into()))
+        };
+        let event = |side: &Expr| scope.resolve(unnest(side), EVENT_KEY);
+        let (qualifier, coded) = match expr {
+            Expr::BinaryOp { left, op, right }
+                if matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq) =>
+            {
+                let (qualifier, literal, flipped) = match (event(left), event(right)) {
+                    (Some(q), None) => (q, right, false),
+                    (None, Some(q)) => (q, left, true),
+                    _ => return None,
+                };
+                let codes = column(&qualifier, EVENT_CODE_COLUMN);
+                let literal = code(literal)?;
+                let (left, right) = if flipped {
+                    (literal, codes)
+                } else {
+                    (codes, literal)
+                };
+                (
+                    qualifier,
+                    Expr::BinaryOp {
+                        left: Box::new(left),
+                        op: op.clone(),
+                        right: Box::new(right),
+                    },
+                )
+            }
+            Expr::IsDistinctFrom(left, right) | Expr::IsNotDistinctFrom(left, right) => {
+                let (qualifier, literal) = match (event(left), event(right)) {
+                    (Some(q), None) => (q, right),
+                    (None, Some(q)) => (q, left),
+                    _ => return None,
+                };
+                let codes = Box::new(column(&qualifier, EVENT_CODE_COLUMN));
+                let literal = Box::new(code(literal)?);
+                let coded = match expr {
+                    Expr::IsDistinctFrom(..) => Expr::IsDistinctFrom(codes, literal),
+                    _ => Expr::IsNotDistinctFrom(codes, literal),
+                };
+                (qualifier, coded)
+            }
+            Expr::InList {
+                expr: inner,
+                list,
+                negated,
+            } => {
+                let qualifier = event(inner)?;
+                let list = list.iter().map(code).collect::<Option<Vec<_>>>()?;
+                (
+                    qualifier.clone(),
+                    Expr::InList {
+                        expr: Box::new(column(&qualifier, EVENT_CODE_COLUMN)),
+                        list,
+                        negated: *negated,
+                    },
+                )
+            }
+            _ => return None,
+        };
+        Some(per_row(&qualifier, covered, coded, expr.clone()))
+    }
+}
+
 impl VisitorMut for Exprs<'_> {
     type Break = ();
 
@@ -367,7 +536,11 @@ impl VisitorMut for Exprs<'_> {
         if self.depth > 0 {
             return ControlFlow::Continue(());
         }
-        if let Some(replaced) = self.property(expr).or_else(|| self.conversion(expr)) {
+        if let Some(replaced) = self
+            .property(expr)
+            .or_else(|| self.conversion(expr))
+            .or_else(|| self.event_comparison(expr))
+        {
             *expr = replaced;
         }
         ControlFlow::Continue(())
