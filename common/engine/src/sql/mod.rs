@@ -2,6 +2,7 @@
 //! rewrite the text, register only the project's own tables, run under memory and time limits.
 
 mod aliases;
+mod date_trunc;
 mod event_names;
 mod functions;
 mod funnel;
@@ -269,6 +270,7 @@ pub async fn open_session(
     for udf in udfs::all(zone) {
         ctx.register_udf(udf);
     }
+    ctx.register_udf(date_trunc::date_trunc());
     ctx.register_udaf(funnel::aggregate_funnel());
     ctx.register_udaf(uniq::aggregate_uniq());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
