@@ -3,8 +3,6 @@
 //! being written, and its slot (the bit in each row's `__shred` mask) is never given to another
 //! key, so a file written before the drop still says truthfully what it holds.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use common::models::group_types_pk;
 use common::store::{Condition, Item, Store, StoreError, UPDATE_ATTEMPTS, conflict_backoff};
@@ -404,14 +402,6 @@ pub async fn add_candidates(
         Ok((registry, changed))
     })
     .await
-}
-
-/// Each active key by (source, key).
-pub fn by_key(registry: &Registry) -> HashMap<(Source, &str), &ShreddedKey> {
-    registry
-        .active()
-        .map(|k| ((k.source, k.key.as_str()), k))
-        .collect()
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use deltalake_core::arrow::array::{
     Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, StringBuilder, new_null_array,
 };
 use deltalake_core::arrow::compute::{CastOptions, cast, cast_with_options};
-use deltalake_core::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
+use deltalake_core::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use deltalake_core::arrow::error::ArrowError;
 
 use super::registry::{ColumnType, Registry, Source};
@@ -158,15 +158,6 @@ impl Shredder {
         (0..64).filter(|slot| mask & (1 << slot) != 0).collect()
     }
 
-    /// Whether it writes any shredded column.
-    pub fn is_active(&self) -> bool {
-        !self.planned.is_empty()
-    }
-
-    pub fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-
     /// A base batch (the table's own columns, by name) with the shredded columns and the mask.
     pub fn apply(&self, batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
         let rows = batch.num_rows();
@@ -287,11 +278,6 @@ fn typed(strings: StringArray, column_type: ColumnType) -> Result<(ArrayRef, boo
     } else {
         Ok((new_null_array(&target, strings.len()), false))
     }
-}
-
-/// The Delta fields a key's column and the mask are added with.
-pub fn field(name: &str, column_type: ColumnType) -> Field {
-    Field::new(name, arrow_type(column_type), true)
 }
 
 #[cfg(test)]

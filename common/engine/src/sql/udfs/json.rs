@@ -140,8 +140,9 @@ pub(crate) type KeySeen<'s> = dyn FnMut(&str, Peek, Option<&str>) + 's;
 /// One walk over a JSON object's top-level keys, for the writers that shred properties into
 /// columns: for the first occurrence of each key in `wanted`, `found(index, value)` gets exactly
 /// what `hogql_prop(text, key)` gives for it (`None` for NULL), so a shredded column always holds
-/// what the query would have read from the JSON. `seen` gets every key reached with its value's
-/// kind and raw JSON text. A document that stops parsing ends the walk, as it ends `seek` for later keys.
+/// what the query would have read from the JSON (the caller takes a key not `done` as NULL).
+/// `seen` gets every key reached with its value's kind and raw JSON text. A document that stops
+/// parsing ends the walk, as it ends `seek` for later keys.
 pub(crate) fn property_values(
     text: &str,
     wanted: &std::collections::HashMap<&str, usize>,
@@ -153,64 +154,39 @@ pub(crate) fn property_values(
     if !matches!(jiter.peek(), Ok(Peek::Object)) {
         return;
     }
-    let mut key = match jiter.next_object() {
-        Ok(key) => key.map(str::to_owned),
-        Err(_) => return,
-    };
-    while let Some(current) = key {
-        match wanted.get(current.as_str()).copied().filter(|i| !done[*i]) {
-            Some(index) => {
-                done[index] = true;
-                let Ok(peek) = jiter.peek() else {
-                    found(index, None);
+    // Each key is copied into one buffer: the jiter lends it only until its next step.
+    let mut current = String::new();
+    let mut next = jiter.next_object();
+    while let Ok(Some(key)) = next {
+        current.clear();
+        current.push_str(key);
+        let Ok(peek) = jiter.peek() else { return };
+        let start = jiter.current_index();
+        let index = wanted.get(current.as_str()).copied().filter(|i| !done[*i]);
+        match index {
+            Some(index) if peek != Peek::Null => {
+                let Ok(value) = text_value(Kind::Property, &mut jiter, text) else {
                     return;
                 };
-                let start = jiter.current_index();
-                // A JSON null is NULL, as `text_value` says without reading it: step over it.
-                if peek == Peek::Null {
-                    if jiter.known_skip(peek).is_err() {
-                        found(index, None);
-                        return;
-                    }
-                    found(index, None);
-                    if let Some(seen) = seen.as_mut() {
-                        seen(&current, peek, text.get(start..jiter.current_index()));
-                    }
-                    key = match jiter.next_key() {
-                        Ok(key) => key.map(str::to_owned),
-                        Err(_) => return,
-                    };
-                    continue;
-                }
-                match text_value(Kind::Property, &mut jiter, text) {
-                    Ok(value) => {
-                        found(index, value);
-                        if let Some(seen) = seen.as_mut() {
-                            seen(&current, peek, text.get(start..jiter.current_index()));
-                        }
-                    }
-                    Err(_) => {
-                        found(index, None);
-                        return;
-                    }
-                }
+                done[index] = true;
+                found(index, value);
             }
-            // Skipped as `seek` skips it, so later keys are reached (or not) as it would.
-            None => {
-                let Ok(peek) = jiter.peek() else { return };
-                let start = jiter.current_index();
+            // Other values are skipped as `seek` skips them, so later keys are reached (or not)
+            // as it would; a JSON null is NULL, which `text_value` says without reading it.
+            _ => {
                 if jiter.known_skip(peek).is_err() {
                     return;
                 }
-                if let Some(seen) = seen.as_mut() {
-                    seen(&current, peek, text.get(start..jiter.current_index()));
+                if let Some(index) = index {
+                    done[index] = true;
+                    found(index, None);
                 }
             }
         }
-        key = match jiter.next_key() {
-            Ok(key) => key.map(str::to_owned),
-            Err(_) => return,
-        };
+        if let Some(seen) = seen.as_mut() {
+            seen(&current, peek, text.get(start..jiter.current_index()));
+        }
+        next = jiter.next_key();
     }
 }
 
