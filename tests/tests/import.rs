@@ -1,4 +1,4 @@
-//! `analytics import` on the embedded backend: PostHog export lines (properties as JSON text,
+//! `analytics import`: PostHog export lines (properties as JSON text,
 //! ClickHouse timestamps), gzip detected, bad lines skipped, persons resolved.
 
 use std::io::Write;
@@ -60,4 +60,78 @@ async fn export_lines_become_rows() {
             .is_err(),
         "unknown project"
     );
+}
+
+/// An export out of time order, over several days: every row arrives, each file holds one day,
+/// and each file's rows are sorted by event (its code) and time. Both backends.
+#[tokio::test]
+async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
+    use deltalake_core::arrow::array::{Array, AsArray};
+    use deltalake_core::arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+
+    for world in api_tests::World::all().await {
+        let state = world.backend.state.clone();
+        let team = world.bootstrap.project.id;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("events.ndjson");
+        let (days, count) = (6, 1_800);
+        let mut lines = String::new();
+        for i in 0..count {
+            // A permutation of 0..count: days and events interleave in the file.
+            let n = (i * 7_919) % count;
+            let event = ["$pageview", "signup", "purchase"][n % 3];
+            let line = serde_json::json!({
+                "uuid": uuid::Uuid::from_u128(n as u128 + 1).to_string(),
+                "event": event,
+                "distinct_id": format!("user-{}", n % 40),
+                "timestamp": format!("2026-11-{:02} {:02}:{:02}:00", 10 + n % days, n % 24, n % 60),
+                "properties": format!(r#"{{"n": {n}}}"#),
+            });
+            lines.push_str(&format!("{line}\n"));
+        }
+        std::fs::write(&file, lines).unwrap();
+        local::import::import_file(&state, team, &file)
+            .await
+            .unwrap();
+
+        let rows = engine::lake::scan(&state, team).await.unwrap();
+        let uuids: std::collections::HashSet<&str> = rows.iter().map(|r| r.uuid.as_str()).collect();
+        assert_eq!(
+            (rows.len(), uuids.len()),
+            (count, count),
+            "{}",
+            world.name()
+        );
+
+        let table = engine::lake::open_or_create(&state, team).await.unwrap();
+        let actions = table.snapshot().unwrap().add_actions_table(true).unwrap();
+        let paths = actions.column_by_name("path").unwrap().as_string::<i32>();
+        let mut days_seen = std::collections::HashSet::new();
+        for path in paths.iter().flatten() {
+            let day = path.split('/').next().unwrap().to_owned();
+            assert!(days_seen.insert(day.clone()), "{day} has two files: {path}");
+            let root = engine::lake::table_path(team);
+            let reader = engine::shred::backfill::read_file(&state, &root, path)
+                .await
+                .unwrap();
+            let mut keys = Vec::new();
+            for batch in reader {
+                let batch = batch.unwrap();
+                let codes = batch.column_by_name("event_code").expect("event codes");
+                let codes = codes.as_primitive::<Int64Type>();
+                let times = batch.column_by_name("timestamp").unwrap();
+                let times = times.as_primitive::<TimestampMicrosecondType>();
+                assert_eq!(codes.null_count(), 0);
+                keys.extend(
+                    codes
+                        .values()
+                        .iter()
+                        .copied()
+                        .zip(times.values().iter().copied()),
+                );
+            }
+            assert!(keys.is_sorted(), "{path} is not sorted by event and time");
+        }
+        assert_eq!(days_seen.len(), days, "{}", world.name());
+    }
 }

@@ -1,7 +1,7 @@
 //! Bulk loading: parsed rows straight into a project's Delta table. Persons are resolved in
 //! event order on the caller's task; Parquet encoding runs on one task per core, each writing
-//! its own files, and every so many rows all their files go into the table in one commit, so
-//! memory stays flat however long the input is.
+//! its own day files (`clustered`), and every so many rows all their files go into the table in
+//! one commit, so memory stays flat however long the input is.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,11 +12,11 @@ use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::kernel::Action;
 use deltalake_core::kernel::transaction::CommitBuilder;
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
-use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake_core::{DeltaTable, DeltaTableError};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::clustered::ClusteredWriter;
 use crate::committer::CommitError;
 use crate::group_types::KnownGroupTypes;
 use crate::lake;
@@ -24,12 +24,10 @@ use crate::persons::Persons;
 use crate::rows::ParsedRows;
 use crate::shred::{KeyCounts, Shredder};
 
-/// Rows, and text bytes, per Delta commit at most: each commit closes the encoders' Parquet
-/// files, which are held in memory until then.
+/// Rows, and text bytes, per Delta commit at most. Files stream to the store as they fill; a
+/// commit bounds the persons cached (it forgets them) and the work a failure loses.
 const ROWS_PER_COMMIT: usize = 4_000_000;
-const BYTES_PER_COMMIT: usize = 1 << 30;
-/// Parquet files roll over at about this size.
-const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
+const BYTES_PER_COMMIT: usize = 4 << 30;
 /// Batches waiting for each encoder: enough for a resolve's worth, so resolving the next rows
 /// overlaps encoding these.
 const ENCODER_QUEUE: usize = 8;
@@ -55,18 +53,16 @@ struct Encoder {
 
 impl Encoder {
     fn spawn(table: &DeltaTable, shredder: Arc<Shredder>) -> Result<Self, CommitError> {
-        let mut writer = RecordBatchWriter::for_table(table)?
-            .with_target_file_size(TARGET_FILE_BYTES)
-            .with_writer_properties(lake::writer_properties());
+        let mut writer = ClusteredWriter::for_table(table)?;
         let (batches, mut receiver) = mpsc::channel::<RecordBatch>(ENCODER_QUEUE);
         let task_shredder = shredder.clone();
         let done = tokio::spawn(async move {
             let shredder = task_shredder;
             while let Some(batch) = receiver.recv().await {
                 // Shredding runs here, on the encoders' cores, not on the resolving task.
-                writer.write(shredder.apply(&batch)?).await?;
+                writer.write(&shredder.apply(&batch)?).await?;
             }
-            let adds = writer.flush().await?;
+            let adds = writer.close().await?;
             Ok(adds.into_iter().map(Action::Add).collect())
         });
         Ok(Self {

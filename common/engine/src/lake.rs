@@ -58,12 +58,18 @@ pub fn arrow_schema() -> Arc<Schema> {
 /// Columns whose values are nearly all distinct: a dictionary only costs time there.
 const UNIQUE_COLUMNS: [&str; 4] = ["uuid", "properties", "timestamp", "created_at"];
 
+/// Rows per Parquet row group: small enough that a large file is read by several partitions
+/// and its row groups are skipped one by one, large enough to keep per-group costs small.
+pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+
 /// How every writer of the events tables encodes Parquet.
 pub fn writer_properties() -> WriterProperties {
     UNIQUE_COLUMNS
         .iter()
         .fold(
-            WriterProperties::builder().set_compression(Compression::SNAPPY),
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_max_row_group_row_count(Some(ROW_GROUP_ROWS)),
             |builder, column| builder.set_column_dictionary_enabled((*column).into(), false),
         )
         .build()

@@ -1,6 +1,7 @@
 //! The events lake: one Delta Lake table per project, persons, and the committer that moves
 //! staged capture batches into the tables exactly once.
 
+pub mod clustered;
 pub mod committer;
 pub mod compaction;
 pub mod dedupe;

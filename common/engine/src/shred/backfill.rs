@@ -168,7 +168,7 @@ async fn rewrite(
 }
 
 /// The batches of one of the table's files (`path` relative to the table at `root`).
-pub(crate) async fn read_file(
+pub async fn read_file(
     state: &AppState,
     root: &str,
     path: &str,
