@@ -1,4 +1,5 @@
-//! The DuckDB side of `bench query`: the same queries over the same Parquet files, timed by
+//! The DuckDB side of the benches: running a script of `scripts/` with the repository's venv
+//! Python (`run_script`), `bench query`'s queries over the same Parquet files, timed by
 //! `scripts/bench_query_duckdb.py`, and whether both engines agree on the numbers.
 
 use std::path::{Path, PathBuf};
@@ -39,21 +40,32 @@ pub(super) async fn time_duckdb_queries(
     runs: usize,
     python: Option<PathBuf>,
 ) -> anyhow::Result<Value> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-
-    let script = find("scripts/bench_query_duckdb.py")
-        .context("scripts/bench_query_duckdb.py not found (run from the repository)")?;
-    let python = python
-        .or_else(|| find(".venv/bin/python"))
-        .unwrap_or_else(|| "python3".into());
     let input = json!({
         "files": files,
         "queries": queries.iter().map(|(name, sql)| json!({"name": name, "sql": sql})).collect::<Vec<_>>(),
         "runs": runs.max(1),
         "warmup": WARMUP,
-    })
-    .to_string();
+    });
+    run_script("scripts/bench_query_duckdb.py", python, &input).await
+}
+
+/// Runs the Python script at `script` (relative to the repository) with `input` as JSON on stdin,
+/// and returns the JSON object it prints, or its `error` as an error. The interpreter is
+/// `python`, else the repository's `.venv/bin/python` (which has `duckdb`), else `python3`.
+pub(super) async fn run_script(
+    script: &str,
+    python: Option<PathBuf>,
+    input: &Value,
+) -> anyhow::Result<Value> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let script =
+        find(script).with_context(|| format!("{script} not found (run from the repository)"))?;
+    let python = python
+        .or_else(|| find(".venv/bin/python"))
+        .unwrap_or_else(|| "python3".into());
+    let input = input.to_string();
     println!("duckdb: {} {}", python.display(), script.display());
     let output = tokio::task::spawn_blocking(move || -> anyhow::Result<std::process::Output> {
         let mut child = Command::new(&python)

@@ -1,9 +1,10 @@
 //! `analytics bench import`: events/s and peak RSS of the bulk importer on a generated PostHog
 //! export: gzip NDJSON with properties as JSON text and ClickHouse-style timestamps, as PostHog's
-//! batch exports write them.
+//! batch exports write them. Beside it, DuckDB converting the same file to one Parquet file
+//! (`scripts/bench_import_duckdb.py`).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use chrono::{DurationRound, TimeDelta, Utc};
@@ -11,8 +12,9 @@ use common::staging::StagedEvent;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::duckdb::run_script;
 use super::generator::Generator;
 
 /// Events generated at a time.
@@ -30,6 +32,13 @@ pub struct Args {
     /// Seed of the generator (the same as `bench query`'s).
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Python with the `duckdb` package; default `.venv/bin/python` at the repository root,
+    /// else `python3`.
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Time our import only.
+    #[arg(long)]
+    skip_duckdb: bool,
 }
 
 const EXPORT_TIME: &str = "%Y-%m-%d %H:%M:%S%.6f";
@@ -92,14 +101,58 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             std::fs::metadata(&file)?.len()
         );
     }
-    let data_dir = temporary.path().join("data");
+    let summary = import_ours(temporary.path().join("data"), &file).await?;
+    println!("{summary}");
+    if args.skip_duckdb {
+        return Ok(());
+    }
+    let output = temporary.path().join("duckdb.parquet");
+    match time_duckdb(&file, &output, args.python.clone()).await {
+        Ok(report) => print_duckdb(&summary, &report),
+        Err(error) => eprintln!("duckdb side skipped: {error:#}"),
+    }
+    Ok(())
+}
+
+/// Imports `file` into the bootstrap project of a fresh embedded store in `data_dir`; the store
+/// is closed on return, so it holds no memory while DuckDB runs.
+async fn import_ours(data_dir: PathBuf, file: &Path) -> anyhow::Result<crate::import::Summary> {
     let state = crate::serve::state_for(data_dir).await?;
     let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
         .await?
         .context("a fresh store bootstraps")?;
     // The import's own peak, not the generator's (Linux: clear_refs 5 resets the mark).
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-    let summary = crate::import::import_file(&state, bootstrap.project.id, &file).await?;
-    println!("{summary}");
-    Ok(())
+    crate::import::import_file(&state, bootstrap.project.id, file).await
+}
+
+/// DuckDB's report on converting `file` into the Parquet file `output`, on as many threads as
+/// our importer uses (one per core).
+async fn time_duckdb(file: &Path, output: &Path, python: Option<PathBuf>) -> anyhow::Result<Value> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let input = json!({"file": file, "output": output, "threads": threads});
+    run_script("scripts/bench_import_duckdb.py", python, &input).await
+}
+
+/// DuckDB's figures, then ours over DuckDB's in events/s (above 1: we are faster).
+fn print_duckdb(ours: &crate::import::Summary, duckdb: &Value) {
+    let rows = duckdb["rows"].as_u64().unwrap_or(0);
+    let seconds = duckdb["seconds"].as_f64().unwrap_or(f64::NAN);
+    let theirs = rows as f64 / seconds.max(1e-9);
+    let peak = duckdb["peak_rss_bytes"]
+        .as_u64()
+        .map_or("?".to_owned(), |b| format!("{} MiB", b / (1 << 20)));
+    println!(
+        "duckdb {} ({} threads): {rows} events to Parquet ({} bytes) in {seconds:.1} s: \
+         {theirs:.0} events/s, peak RSS {peak} (the Python process)",
+        duckdb["duckdb_version"].as_str().unwrap_or("?"),
+        duckdb["threads"],
+        duckdb["parquet_bytes"],
+    );
+    if rows != ours.report.rows {
+        eprintln!("duckdb read {rows} events, ours {}", ours.report.rows);
+    }
+    let report = &ours.report;
+    let ours = report.rows as f64 / report.seconds.max(1e-9);
+    println!("ours / duckdb: {:.2}x events/s", ours / theirs);
 }
