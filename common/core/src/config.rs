@@ -63,6 +63,9 @@ pub struct QuerySettings {
     /// Whether hot properties are shredded into columns at write time and read from them
     /// (`ANALYTICS_SHREDDING`, `on` by default; `off` writes and reads only the JSON).
     pub shredding: bool,
+    /// Whether Parquet scans evaluate filters while decoding, reading the other columns only
+    /// for the rows kept (`ANALYTICS_PARQUET_PUSHDOWN`, `off` by default).
+    pub parquet_pushdown: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -140,6 +143,16 @@ impl Config {
                 }),
             }
         };
+        let switch = |name: &str, default: bool| -> Result<bool, ConfigError> {
+            match get(name).map(|value| value.to_ascii_lowercase()).as_deref() {
+                None => Ok(default),
+                Some("on") => Ok(true),
+                Some("off") => Ok(false),
+                Some(other) => Err(ConfigError(format!(
+                    "{name} must be `on` or `off`, not `{other}`"
+                ))),
+            }
+        };
         let query = QuerySettings {
             memory_bytes: number("ANALYTICS_QUERY_MEMORY_MB", 1024)? as usize * 1024 * 1024,
             timeout: std::time::Duration::from_secs(number("ANALYTICS_QUERY_TIMEOUT_SECONDS", 60)?),
@@ -148,19 +161,8 @@ impl Config {
             llm_url: get("ANALYTICS_LLM_URL"),
             llm_api_key: get("ANALYTICS_LLM_API_KEY"),
             llm_model: get("ANALYTICS_LLM_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),
-            shredding: match get("ANALYTICS_SHREDDING")
-                .as_deref()
-                .map(str::to_ascii_lowercase)
-                .as_deref()
-            {
-                None | Some("on") => true,
-                Some("off") => false,
-                Some(other) => {
-                    return Err(ConfigError(format!(
-                        "ANALYTICS_SHREDDING must be `on` or `off`, not `{other}`"
-                    )));
-                }
-            },
+            shredding: switch("ANALYTICS_SHREDDING", true)?,
+            parquet_pushdown: switch("ANALYTICS_PARQUET_PUSHDOWN", false)?,
         };
         let cors_origins = match get("ANALYTICS_CORS_ORIGINS") {
             None => Vec::new(),

@@ -27,12 +27,14 @@ use indexmap::IndexMap;
 
 use crate::lake;
 
-/// Rows a day gathers before they are sorted and written: one row group.
-const RUN_ROWS: usize = lake::ROW_GROUP_ROWS;
+/// Rows a day gathers before they are sorted and written: half a row group, so the rows
+/// waiting and their sorted copy stay small.
+const RUN_ROWS: usize = lake::ROW_GROUP_ROWS / 2;
 /// Bytes of rows waiting across all days; past it the day holding the most is written early.
-const PENDING_BYTES: usize = 160 << 20;
-/// Files open at once; past it the least recently written day's file is closed.
-const OPEN_FILES: usize = 4;
+const PENDING_BYTES: usize = 96 << 20;
+/// Files open at once, each holding its open row group; past it the least recently written
+/// day's file is closed.
+const OPEN_FILES: usize = 3;
 /// Files roll over at about this size.
 const TARGET_FILE_BYTES: u64 = 256 * 1024 * 1024;
 

@@ -28,9 +28,9 @@ use crate::shred::{KeyCounts, Shredder};
 /// commit bounds the persons cached (it forgets them) and the work a failure loses.
 const ROWS_PER_COMMIT: usize = 4_000_000;
 const BYTES_PER_COMMIT: usize = 4 << 30;
-/// Batches waiting for each encoder: enough for a resolve's worth, so resolving the next rows
+/// Batches waiting for each encoder: most of a resolve's worth, so resolving the next rows
 /// overlaps encoding these.
-const ENCODER_QUEUE: usize = 8;
+const ENCODER_QUEUE: usize = 4;
 /// Rows whose persons are resolved together: their new persons and updates go to the Store in
 /// a few large writes.
 const ROWS_PER_RESOLVE: usize = 65_536;
