@@ -50,6 +50,39 @@ const QUERIES: &[&str] = &[
        where properties.$browser = 'Chrome'",
     "select properties.$browser, count() from events where event = 'view' group by 1 \
        union all select properties.plan, count() from events group by 1 order by 1, 2",
+    // `JSONExtract*` of a key: never from its column, which reads the same for `1` and `"1"`
+    // (`qty`, `score`, `opt_in` are typed with both), for a text key (`$browser`), one whose
+    // type changes midway (`amount`) and an object (`nested`).
+    "select JSONExtractInt(properties, 'qty') as i, JSONExtractUInt(properties, 'qty') as u, \
+       JSONExtractFloat(properties, 'qty') as f, JSONExtractBool(properties, 'qty') as b, \
+       JSONExtractString(properties, 'qty') as s, JSONExtractRaw(properties, 'qty') as r, \
+       properties.qty as p, count() from events group by i, u, f, b, s, r, p \
+       order by i, u, f, b, s, r, p",
+    "select JSONExtractFloat(properties, 'score') as f, JSONExtractInt(properties, 'score') as i, \
+       JSONExtractString(properties, 'score') as s, JSONExtractRaw(properties, 'score') as r, \
+       toFloat(properties.score) as p, count() from events group by f, i, s, r, p \
+       order by f, i, s, r, p",
+    "select JSONExtractBool(properties, 'opt_in') as b, JSONExtractInt(properties, 'opt_in') as i, \
+       JSONExtractFloat(properties, 'opt_in') as f, JSONExtractString(properties, 'opt_in') as s, \
+       JSONExtractRaw(properties, 'opt_in') as r, properties.opt_in as p, count() from events \
+       group by b, i, f, s, r, p order by b, i, f, s, r, p",
+    "select JSONExtractInt(properties, 'amount') as i, JSONExtractUInt(properties, 'amount') as u, \
+       JSONExtractFloat(properties, 'amount') as f, JSONExtractString(properties, 'amount') as s, \
+       JSONExtractRaw(properties, 'amount') as r, count() from events group by i, u, f, s, r \
+       order by i, u, f, s, r",
+    "select JSONExtractString(properties, '$browser') as s, JSONExtractRaw(properties, '$browser') as r, \
+       JSONExtractBool(properties, '$browser') as b, JSONExtractRaw(properties, 'nested') as n, \
+       JSONExtractString(properties, 'nested') as ns, count() from events group by s, r, b, n, ns \
+       order by s, r, b, n, ns",
+    "select sum(JSONExtractInt(properties, 'qty')), sum(JSONExtractFloat(properties, 'score')), \
+       countIf(JSONExtractBool(properties, 'opt_in')), countIf(JSONExtractBool(properties, 'flag')), \
+       sum(JSONExtractFloat(properties, 'price')), sum(JSONExtractInt(properties, 'price')) from events \
+       where JSONExtractString(properties, 'plan') = 'pro' or JSONExtractInt(properties, 'qty') > 1",
+    "select JSONExtractString(person.properties, 'email') as e, JSONExtractRaw(person.properties, 'email') \
+       as r, count() from events group by e, r order by e, r",
+    // Over a property's text, which is read from its column.
+    "select JSONExtractInt(properties.nested, 'inner') as i, JSONExtractRaw(properties.nested, 'inner') \
+       as r, count() from events group by i, r order by i, r",
 ];
 
 fn event(i: usize, amount: Value) -> Value {
@@ -70,8 +103,19 @@ fn event(i: usize, amount: Value) -> Value {
         "nested": {"inner": i % 5},
         "$set": {"email": format!("user{}@example.com", i % 7)},
     });
+    // Typed keys whose values are JSON values or the same text as JSON strings.
+    let (n, m) = ((i / 4) % 4, (i / 3) % 3);
+    let qty = [json!(n), json!(n.to_string()), Value::Null, json!("")];
+    let score = [json!(0.5 + m as f64), json!(format!("{m}.5")), Value::Null];
+    let opt_in = [json!(true), json!("true"), json!(false), json!("false")];
+    let object = properties.as_object_mut().unwrap();
+    object.insert("qty".into(), qty[i % qty.len()].clone());
+    object.insert("score".into(), score[i % score.len()].clone());
+    if i % 5 != 4 {
+        object.insert("opt_in".into(), opt_in[i % opt_in.len()].clone());
+    }
     if i % 6 == 5 {
-        properties.as_object_mut().unwrap().remove("$browser");
+        object.remove("$browser");
     }
     json!({
         "event": if i.is_multiple_of(2) { "view" } else { "buy" },
@@ -167,6 +211,9 @@ async fn answers_are_the_same_with_shredding_off_mid_backfill_and_after() {
             (Source::Properties, "flag", ColumnType::Boolean),
             (Source::Properties, "price", ColumnType::Float64),
             (Source::Properties, "nested", ColumnType::String),
+            (Source::Properties, "qty", ColumnType::Int64),
+            (Source::Properties, "score", ColumnType::Float64),
+            (Source::Properties, "opt_in", ColumnType::Boolean),
             (Source::PersonProperties, "email", ColumnType::String),
         ] {
             shred::registry::add(
@@ -233,6 +280,9 @@ async fn answers_are_the_same_with_shredding_off_mid_backfill_and_after() {
             "p_price__f64",
             "p_flag__bool",
             "p_nested",
+            "p_qty__i64",
+            "p_score__f64",
+            "p_opt_in__bool",
             "pp_email",
         ] {
             assert!(

@@ -6,6 +6,13 @@
 //! is the same either way (see [`crate::shred::write`] for why the column says exactly what the
 //! JSON does).
 //!
+//! `JSONExtract*(properties, 'k')` keeps reading the JSON: a column holds what `properties.k`
+//! reads, which is the same for the number `3` and the string `"3"` (or `true` and `"true"`),
+//! and those functions answer the two differently (`JSONExtractInt`: 3 and 0, `JSONExtractString`:
+//! '' and '3', `JSONExtractRaw` keeps the quotes). Only rows whose column is NULL have a known
+//! answer (0, 0.0, false, ''; not `JSONExtractRaw`'s), and reading the column there and the JSON
+//! elsewhere measured slower than the JSON alone.
+//!
 //! Scope is decided per SELECT, never guessed: an unqualified `properties` is the events table's
 //! only when events is the only relation of that FROM; a qualified one when its qualifier names
 //! the events table. Anything else (persons' properties, a subquery's column, a CTE named
@@ -544,5 +551,183 @@ impl VisitorMut for Exprs<'_> {
             *expr = replaced;
         }
         ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::compute::{cast, concat_batches};
+    use datafusion::arrow::datatypes::DataType as ArrowType;
+    use datafusion::prelude::SessionContext;
+    use datafusion::sql::sqlparser::ast::Statement;
+
+    use super::*;
+    use crate::sql::{Bindings, prepare, udfs};
+
+    /// `$browser` and `nested` as text, `amount` Int64, `price` Float64, `flag` Boolean, the
+    /// person's `email` as text: in every file, or (mid-backfill) in some.
+    fn coverage(everywhere: bool) -> Coverage {
+        let keys = [
+            (
+                Source::Properties,
+                "$browser",
+                "p_$browser",
+                ColumnType::String,
+            ),
+            (
+                Source::Properties,
+                "amount",
+                "p_amount__i64",
+                ColumnType::Int64,
+            ),
+            (
+                Source::Properties,
+                "price",
+                "p_price__f64",
+                ColumnType::Float64,
+            ),
+            (
+                Source::Properties,
+                "flag",
+                "p_flag__bool",
+                ColumnType::Boolean,
+            ),
+            (Source::Properties, "nested", "p_nested", ColumnType::String),
+            (
+                Source::PersonProperties,
+                "email",
+                "pp_email",
+                ColumnType::String,
+            ),
+        ];
+        Coverage {
+            keys: keys
+                .into_iter()
+                .zip(0..)
+                .map(|((source, key, column, column_type), slot)| CoveredKey {
+                    key: key.to_owned(),
+                    source,
+                    column: column.to_owned(),
+                    column_type,
+                    slot,
+                    everywhere,
+                })
+                .collect(),
+            ..Coverage::default()
+        }
+    }
+
+    /// The SQL DataFusion runs for `hogql` with `coverage`'s columns (without: `prepare`'s).
+    fn shredded(hogql: &str, coverage: &Coverage) -> String {
+        let Statement::Query(mut query) = prepare(hogql, &Bindings::default()).unwrap().statement
+        else {
+            panic!("{hogql}: not a query");
+        };
+        apply(&mut query, coverage);
+        query.to_string()
+    }
+
+    #[test]
+    fn properties_and_their_conversions_read_the_columns() {
+        let hogql = "select properties.$browser, toFloat(properties.price), \
+                     toInt(properties.amount), person.properties.email from events";
+        let sql = shredded(hogql, &coverage(true));
+        for column in ["p_$browser", "p_price__f64", "p_amount__i64", "pp_email"] {
+            assert!(sql.contains(&format!("\"{column}\"")), "{sql}");
+        }
+        assert!(!sql.contains("hogql_prop"), "{sql}");
+        let sql = shredded(hogql, &coverage(false));
+        assert!(
+            sql.contains("CASE WHEN") && sql.contains("hogql_prop"),
+            "{sql}"
+        );
+    }
+
+    /// No `JSONExtract*` of a key reads its column, whatever the column's type, in every file or
+    /// mid-backfill (see the module's doc for why).
+    #[test]
+    fn json_extract_of_a_key_keeps_reading_the_json() {
+        let keys = [
+            "properties, '$browser'",
+            "properties, 'amount'",
+            "properties, 'price'",
+            "properties, 'flag'",
+            "properties, 'nested'",
+            "person.properties, 'email'",
+        ];
+        for function in [
+            "JSONExtractString",
+            "JSONExtractInt",
+            "JSONExtractUInt",
+            "JSONExtractFloat",
+            "JSONExtractBool",
+            "JSONExtractRaw",
+        ] {
+            for key in keys {
+                let hogql = format!(
+                    "select {function}({key}) from events where {function}({key}) is not null"
+                );
+                let unshredded = shredded(&hogql, &Coverage::default());
+                assert!(unshredded.contains("hogql_json_"), "{unshredded}");
+                for everywhere in [true, false] {
+                    assert_eq!(shredded(&hogql, &coverage(everywhere)), unshredded);
+                }
+            }
+        }
+        // Beside a property read of the same key, only the property read changes.
+        let sql = shredded(
+            "select properties.amount, JSONExtractInt(properties, 'amount') from events",
+            &coverage(true),
+        );
+        assert!(
+            sql.contains("\"p_amount__i64\"")
+                && sql.contains("hogql_json_int(properties, 'amount')"),
+            "{sql}"
+        );
+    }
+
+    /// `JSONExtract*` over a property's text reads the text from its column: the same value.
+    #[test]
+    fn json_extract_of_a_property_reads_its_column() {
+        let sql = shredded(
+            "select JSONExtractInt(properties.nested, 'inner') from events",
+            &coverage(true),
+        );
+        assert!(
+            sql.contains("hogql_json_int(\"p_nested\", 'inner')"),
+            "{sql}"
+        );
+    }
+
+    /// Why: a column holds what `properties.k` reads, the same for a JSON value and for its
+    /// text as a JSON string, and `JSONExtract*` answers the two differently.
+    #[tokio::test]
+    async fn a_shredded_value_cannot_tell_a_json_string_from_a_number() {
+        let ctx = SessionContext::new();
+        for udf in udfs::all(chrono_tz::UTC) {
+            ctx.register_udf(udf);
+        }
+        for (value, function, expected) in [
+            ("3", "hogql_json_int", ["3", "0"]),
+            ("1.5", "hogql_json_float", ["1.5", "0.0"]),
+            ("true", "hogql_json_bool", ["true", "false"]),
+            ("3", "hogql_json_string", ["", "3"]),
+            ("3", "hogql_json_raw", ["3", "\"3\""]),
+        ] {
+            let sql = format!(
+                "select hogql_prop(p, 'k'), {function}(p, 'k') \
+                 from (values ('{{\"k\": {value}}}', 1), ('{{\"k\": \"{value}\"}}', 2)) as t(p, n) \
+                 order by n"
+            );
+            let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+            let answers = concat_batches(&batches[0].schema(), &batches).unwrap();
+            let text = |column: usize, row: usize| {
+                let text = cast(answers.column(column), &ArrowType::Utf8).unwrap();
+                text.as_string::<i32>().value(row).to_owned()
+            };
+            assert_eq!([text(0, 0), text(0, 1)], [value, value], "{sql}");
+            assert_eq!([text(1, 0), text(1, 1)], expected, "{sql}");
+        }
     }
 }
