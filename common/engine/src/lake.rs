@@ -62,6 +62,10 @@ const UNIQUE_COLUMNS: [&str; 4] = ["uuid", "properties", "timestamp", "created_a
 /// and its row groups are skipped one by one, large enough to keep per-group costs small.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
+/// Rows per data page at most: page statistics at this grain let a filter on a sorted column
+/// (the event, in files sorted by it) skip the other columns' pages for the rows it rejects.
+const PAGE_ROWS: usize = 8 * 1024;
+
 /// How every writer of the events tables encodes Parquet.
 pub fn writer_properties() -> WriterProperties {
     UNIQUE_COLUMNS
@@ -69,7 +73,8 @@ pub fn writer_properties() -> WriterProperties {
         .fold(
             WriterProperties::builder()
                 .set_compression(Compression::SNAPPY)
-                .set_max_row_group_row_count(Some(ROW_GROUP_ROWS)),
+                .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+                .set_data_page_row_count_limit(PAGE_ROWS),
             |builder, column| builder.set_column_dictionary_enabled((*column).into(), false),
         )
         .build()

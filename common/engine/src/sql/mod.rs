@@ -19,13 +19,15 @@ mod uniq;
 
 use std::error::Error;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use common::AppState;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::cache::cache_manager::{CacheManagerConfig, FileMetadataCache};
+use datafusion::execution::cache::default_cache::DefaultCache;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -136,6 +138,17 @@ impl Context {
         }
     }
 }
+
+/// Bytes of Parquet footers (with their page indexes) kept between queries.
+const PARQUET_FOOTER_CACHE_BYTES: usize = 64 << 20;
+
+/// Footers of the tables' files, shared by every session of the process: files never change
+/// once written (an entry is also checked against the file's size and time), and reading and
+/// decoding the footers of every file was a fixed cost of each query (about 17 ms over 67
+/// files on the bench table).
+static PARQUET_FOOTERS: LazyLock<Arc<FileMetadataCache>> = LazyLock::new(|| {
+    Arc::new(DefaultCache::new(PARQUET_FOOTER_CACHE_BYTES).with_name("parquet footers"))
+});
 
 /// Bounds every query runs under.
 #[derive(Debug, Clone, Copy)]
@@ -254,6 +267,11 @@ pub async fn open_session(
         // `now()`, `today()` and `yesterday()` in the project's time zone, as in PostHog.
         .set_str("datafusion.execution.time_zone", zone.name());
     let runtime = RuntimeEnvBuilder::new()
+        .with_cache_manager(
+            CacheManagerConfig::default()
+                .with_file_metadata_cache(Some(PARQUET_FOOTERS.clone()))
+                .with_metadata_cache_limit(PARQUET_FOOTER_CACHE_BYTES),
+        )
         .with_memory_limit(limits.memory_bytes, 1.0)
         // No spilling: a query over its memory bound fails cleanly instead of filling the disk
         // (Lambda's /tmp is small).
