@@ -20,7 +20,7 @@ import sys
 import time
 
 # Run as a script, this folder is on sys.path: one VmHWM reader and one SQL quoting for both benches.
-from bench_query_duckdb import peak_rss_bytes, quote
+from bench_query_duckdb import import_duckdb, peak_rss_bytes, quote
 
 # Every field of a PostHog export line, typed as our importer stores them: properties stays JSON
 # text (as in the export and our table), timestamps are parsed into TIMESTAMPTZ (UTC, microseconds;
@@ -58,11 +58,8 @@ def copy_sql(path, output):
 
 def main():
     request = json.load(sys.stdin)
-    try:
-        import duckdb
-    except ImportError:
-        print(json.dumps({"error": "the duckdb package is not installed "
-                                   "(pip install -r scripts/requirements-test.txt)"}))
+    duckdb = import_duckdb()
+    if duckdb is None:
         return 0
     path, output = request["file"], request["output"]
     connection = duckdb.connect(":memory:")

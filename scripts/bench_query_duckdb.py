@@ -73,13 +73,21 @@ def rows_of(table):
     return [list(row) for row in zip(*columns)]
 
 
-def main():
-    request = json.load(sys.stdin)
+def import_duckdb():
+    """The duckdb module, or None after printing the error answer (both benches' scripts)."""
     try:
         import duckdb
     except ImportError:
         print(json.dumps({"error": "the duckdb package is not installed "
                                    "(pip install -r scripts/requirements-test.txt)"}))
+        return None
+    return duckdb
+
+
+def main():
+    request = json.load(sys.stdin)
+    duckdb = import_duckdb()
+    if duckdb is None:
         return 0
     files = request["files"]
     runs = max(1, int(request.get("runs", 3)))
