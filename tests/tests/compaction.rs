@@ -131,3 +131,65 @@ async fn events_sent_twice_are_kept_once_after_compaction() {
         assert_eq!(again.rows_deduplicated, 0, "{name}");
     }
 }
+
+#[tokio::test]
+async fn compaction_merges_a_days_small_files_into_one_sorted_by_event_and_time() {
+    use deltalake_core::arrow::array::{Array, AsArray};
+    use deltalake_core::arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+
+    for world in World::all().await {
+        let name = world.name();
+        let state = world.backend.state.clone();
+        let team = world.bootstrap.project.id;
+        // Each commit interleaves the events, later commits earlier in the day; a second day.
+        for (round, event) in ["c", "b", "a"].iter().enumerate() {
+            let events: Vec<_> = (0..10)
+                .map(|i| {
+                    let interleaved = ["c", "b", "a"][i % 3];
+                    json!({"event": interleaved, "distinct_id": format!("u{i}"),
+                    "timestamp": format!("2026-11-20T{:02}:00:{i:02}Z", 12 - round),
+                    "properties": {"round": round}})
+                })
+                .chain([json!({"event": event, "distinct_id": "u0",
+                    "timestamp": format!("2026-11-21T0{round}:00:00Z")})])
+                .collect();
+            capture_and_commit(&world, events).await;
+        }
+        let report = engine::compaction::compact_team(&state, team)
+            .await
+            .unwrap();
+        assert_eq!(
+            (report.files_removed, report.files_added),
+            (6, 2),
+            "{name} {report:?}"
+        );
+        let table = engine::lake::open_existing(&state, team)
+            .await
+            .unwrap()
+            .unwrap();
+        let actions = table.snapshot().unwrap().add_actions_table(true).unwrap();
+        let paths = actions.column_by_name("path").unwrap().as_string::<i32>();
+        let root = engine::lake::table_path(team);
+        let mut rows = 0;
+        for path in paths.iter().flatten() {
+            let mut keys = Vec::new();
+            for batch in engine::rewrite::read_file(&state, &root, path)
+                .await
+                .unwrap()
+            {
+                let batch = batch.unwrap();
+                let codes = batch.column_by_name("event_code").expect("event codes");
+                let codes = codes.as_primitive::<Int64Type>();
+                assert_eq!(codes.null_count(), 0, "{name}: every event has a code");
+                let times = batch.column_by_name("timestamp").unwrap();
+                let times = times.as_primitive::<TimestampMicrosecondType>();
+                keys.extend(codes.values().iter().copied().zip(times.values().iter().copied()));
+            }
+            assert!(keys.is_sorted(), "{name}: {path} is not sorted by event and time");
+            rows += keys.len();
+        }
+        assert_eq!(rows, 33, "{name}");
+        let scanned = engine::lake::scan(&state, team).await.unwrap();
+        assert_eq!(scanned.len(), 33, "{name}");
+    }
+}

@@ -111,7 +111,7 @@ async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
             let day = path.split('/').next().unwrap().to_owned();
             assert!(days_seen.insert(day.clone()), "{day} has two files: {path}");
             let root = engine::lake::table_path(team);
-            let reader = engine::shred::backfill::read_file(&state, &root, path)
+            let reader = engine::rewrite::read_file(&state, &root, path)
                 .await
                 .unwrap();
             let mut keys = Vec::new();

@@ -13,10 +13,11 @@ use std::sync::Arc;
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::expressions::Scalar;
 use delta_kernel::table_properties::DataSkippingNumIndexedCols;
-use deltalake_core::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
+use deltalake_core::arrow::array::{Array, AsArray, BooleanArray};
 use deltalake_core::arrow::compute::{
-    SortColumn, concat_batches, filter_record_batch, lexsort_to_indices, take_record_batch,
+    SortColumn, concat, filter_record_batch, interleave_record_batch, lexsort_to_indices,
 };
+use deltalake_core::arrow::error::ArrowError;
 use deltalake_core::arrow::datatypes::{Date32Type, Schema};
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::datafile::writer::{DeltaWriter, WriterConfig};
@@ -36,7 +37,7 @@ const PENDING_BYTES: usize = 96 << 20;
 /// day's file is closed.
 const OPEN_FILES: usize = 3;
 /// Files roll over at about this size.
-const TARGET_FILE_BYTES: u64 = 256 * 1024 * 1024;
+pub const TARGET_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Delta's default for how many leading columns get file statistics.
 const DELTA_INDEXED_COLUMNS: u64 = 32;
@@ -148,7 +149,7 @@ impl ClusteredWriter {
         let pending = std::mem::take(&mut day.pending);
         self.pending_bytes -= std::mem::take(&mut day.pending_bytes);
         day.pending_rows = 0;
-        let rows = sorted(&concat_batches(&pending[0].schema(), &pending)?)?;
+        let rows = sorted(&pending)?;
         drop(pending);
         let file = match &mut day.file {
             Some(file) => file,
@@ -209,18 +210,34 @@ fn split_by_day(batch: &RecordBatch) -> DeltaResult<Vec<(i32, RecordBatch)>> {
         .collect()
 }
 
-/// `rows` sorted by `SORT_COLUMNS`.
-fn sorted(rows: &RecordBatch) -> DeltaResult<RecordBatch> {
-    let keys: Vec<SortColumn> = SORT_COLUMNS
+/// The rows of `batches` (one schema) sorted by `SORT_COLUMNS`, copied once: only the sort keys
+/// are concatenated, every column is gathered straight from the batches.
+fn sorted(batches: &[RecordBatch]) -> DeltaResult<RecordBatch> {
+    let Some(first) = batches.first() else {
+        return Err(DeltaTableError::generic("no rows to sort"));
+    };
+    let schema = first.schema();
+    let keys = SORT_COLUMNS
         .iter()
-        .filter_map(|choices| choices.iter().find_map(|name| rows.column_by_name(name)))
-        .map(|values: &ArrayRef| SortColumn {
-            values: values.clone(),
-            options: None,
+        .filter_map(|choices| choices.iter().find_map(|name| schema.index_of(name).ok()))
+        .map(|index| {
+            let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(index).as_ref()).collect();
+            Ok(SortColumn {
+                values: concat(&parts)?,
+                options: None,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, ArrowError>>()?;
     let order = lexsort_to_indices(&keys, None)?;
-    Ok(take_record_batch(rows, &order)?)
+    // Each row's (batch, row in batch), in the order the keys were concatenated.
+    let places: Vec<(usize, usize)> = batches
+        .iter()
+        .enumerate()
+        .flat_map(|(batch, rows)| (0..rows.num_rows()).map(move |row| (batch, row)))
+        .collect();
+    let gathered: Vec<(usize, usize)> = order.values().iter().map(|&i| places[i as usize]).collect();
+    let sources: Vec<&RecordBatch> = batches.iter().collect();
+    Ok(interleave_record_batch(&sources, &gathered)?)
 }
 
 #[cfg(test)]
@@ -280,10 +297,13 @@ mod tests {
 
     #[test]
     fn rows_sort_by_the_event_code_first() {
-        let rows = sorted(&batch(&[1, 1, 1], &[3, 1, 2])).unwrap();
+        let rows = sorted(&[batch(&[1, 1, 1], &[3, 1, 5]), batch(&[1, 1], &[4, 2])]).unwrap();
         let codes = rows
             .column(1)
             .as_primitive::<deltalake_core::arrow::datatypes::Int64Type>();
-        assert_eq!(codes.values().to_vec(), vec![1, 2, 3]);
+        assert_eq!(codes.values().to_vec(), vec![1, 2, 3, 4, 5]);
+        // Every column moves with its row.
+        let names: Vec<&str> = rows.column(2).as_string::<i32>().iter().flatten().collect();
+        assert_eq!(names, vec!["e1", "e2", "e3", "e4", "e5"]);
     }
 }

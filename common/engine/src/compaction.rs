@@ -1,18 +1,24 @@
 //! Compaction of the events tables: repeated events are removed (see [`crate::dedupe`]), person
-//! overrides are squashed into the rows (see [`crate::squash`]), `optimize` bins small files (one
-//! per commit) into large ones, `vacuum` deletes files no snapshot within the retention period
-//! still references. All are Delta commits, so a query reading any snapshot sees each event
+//! overrides are squashed into the rows (see [`crate::squash`]), each day's small files (one per
+//! commit) are merged into files sorted by event and time, the importer's layout, so selective
+//! event filters skip pages (see [`crate::rewrite`]), and `vacuum` deletes files no snapshot
+//! within the retention period still references. All are Delta commits, so a query reading any snapshot sees each event
 //! exactly once throughout.
 
-use std::num::NonZeroU64;
+use std::collections::BTreeMap;
 
 use common::AppState;
+use deltalake_core::DeltaTable;
+use deltalake_core::arrow::array::AsArray;
+use deltalake_core::arrow::datatypes::Int64Type;
 
 use crate::committer::{CommitError, teams_with_staging};
 use crate::lake;
 
-/// Files are rewritten toward this size.
-const TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
+/// Files smaller than this are merged with the day's other small files.
+const SMALL_FILE_BYTES: i64 = 64 * 1024 * 1024;
+/// Bytes of small files merged per commit at most: what a failed commit loses.
+const BYTES_PER_COMMIT: i64 = 512 * 1024 * 1024;
 /// Removed files stay this long for readers of older snapshots (Delta's default is 7 days).
 const RETENTION_HOURS: i64 = 7 * 24;
 /// Overrides are squashed this long after their merge: far longer than any commit that
@@ -61,20 +67,84 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
     crate::shred::observe_table(state, team_id, &mut table).await?;
     let (table, backfill) = crate::shred::backfill::backfill(state, team_id, table).await?;
     report.files_backfilled = backfill.files_rewritten;
-    let target = NonZeroU64::new(TARGET_FILE_BYTES).unwrap_or(NonZeroU64::MIN);
-    let (table, metrics) = table
-        .optimize()
-        .with_target_size(target)
-        .with_writer_properties(lake::writer_properties())
-        .await?;
-    report.files_added = metrics.num_files_added;
-    report.files_removed = metrics.num_files_removed;
+    let (table, clustered) = cluster_small_files(state, team_id, table).await?;
+    report.files_added = clustered.files_added;
+    report.files_removed = clustered.files_removed;
     let (_, vacuumed) = table
         .vacuum()
         .with_retention_period(chrono::Duration::hours(RETENTION_HOURS))
         .await?;
     report.files_vacuumed = vacuumed.files_deleted.len();
     Ok(report)
+}
+
+/// Days with two or more small files, those files in groups of at most `BYTES_PER_COMMIT`.
+fn small_file_groups(table: &DeltaTable) -> Result<Vec<Vec<String>>, CommitError> {
+    let actions = table.snapshot()?.add_actions_table(true)?;
+    let (Some(paths), Some(sizes)) = (
+        actions.column_by_name("path").map(|c| c.as_string::<i32>().clone()),
+        actions
+            .column_by_name("size_bytes")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>().cloned()),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let mut days: BTreeMap<i32, Vec<(String, i64)>> = BTreeMap::new();
+    for row in 0..actions.num_rows() {
+        let (path, size) = (paths.value(row), sizes.value(row));
+        if let Some(day) = crate::rewrite::partition_day(path)
+            && size < SMALL_FILE_BYTES
+        {
+            days.entry(day).or_default().push((path.to_owned(), size));
+        }
+    }
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut bytes = 0;
+    for files in days.into_values().filter(|files| files.len() > 1) {
+        for (path, size) in files {
+            if groups.is_empty() || bytes + size > BYTES_PER_COMMIT {
+                groups.push(Vec::new());
+                bytes = 0;
+            }
+            groups.last_mut().into_iter().for_each(|group| group.push(path.clone()));
+            bytes += size;
+        }
+    }
+    Ok(groups)
+}
+
+#[derive(Debug, Default)]
+struct Clustered {
+    files_added: u64,
+    files_removed: u64,
+}
+
+/// Merges each day's small files into files sorted by event and time, one commit per group.
+async fn cluster_small_files(
+    state: &AppState,
+    team_id: i64,
+    mut table: DeltaTable,
+) -> Result<(DeltaTable, Clustered), CommitError> {
+    let mut report = Clustered::default();
+    let groups = small_file_groups(&table)?;
+    if groups.is_empty() {
+        return Ok((table, report));
+    }
+    // The registry's keys are written again (a file keeps its shredded columns), even while
+    // shredding is switched off for reading.
+    let registry = crate::shred::registry::load(state.store.as_ref(), team_id).await?;
+    let shredder = crate::shred::Shredder::new(
+        Some(&registry),
+        crate::shred::table_schema(&table)?.as_ref(),
+    );
+    for paths in groups {
+        let rewritten =
+            crate::rewrite::rewrite(state, team_id, &mut table, &shredder, &paths).await?;
+        report.files_added += rewritten.files_added;
+        report.files_removed += rewritten.files_removed;
+    }
+    crate::shred::settle(state, team_id, &shredder).await?;
+    Ok((table, report))
 }
 
 /// Every project that has a table (or staged events on their way to one).

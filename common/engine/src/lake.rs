@@ -55,8 +55,19 @@ pub fn arrow_schema() -> Arc<Schema> {
     Arc::new(Schema::new(fields))
 }
 
-/// Columns whose values are nearly all distinct: a dictionary only costs time there.
-const UNIQUE_COLUMNS: [&str; 4] = ["uuid", "properties", "timestamp", "created_at"];
+/// Columns whose values are nearly all distinct, or so many per row group (users, their
+/// properties, sessions) that the 1 MB dictionary page fills and the writer falls back to plain encoding
+/// anyway after hashing tens of thousands of values: a dictionary only costs time there.
+const UNIQUE_COLUMNS: [&str; 8] = [
+    "uuid",
+    "properties",
+    "timestamp",
+    "created_at",
+    "distinct_id",
+    "person_id",
+    "person_properties",
+    "$session_id",
+];
 
 /// Rows per Parquet row group: small enough that a large file is read by several partitions
 /// and its row groups are skipped one by one, large enough to keep per-group costs small.

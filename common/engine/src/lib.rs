@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod lake;
 pub mod persons;
 pub mod rows;
+pub mod rewrite;
 pub mod shred;
 pub mod squash;
 

@@ -4,25 +4,15 @@
 //! each event exactly once, and while some files are done and others not, queries read each row
 //! from wherever its mask says.
 
-use std::collections::HashMap;
-
 use common::AppState;
 use deltalake_core::arrow::array::{Array, AsArray};
 use deltalake_core::arrow::datatypes::Int64Type;
-use deltalake_core::kernel::Action;
-use deltalake_core::kernel::transaction::CommitBuilder;
-use deltalake_core::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use deltalake_core::protocol::DeltaOperation;
-use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake_core::{DeltaTable, DeltaTableError};
-use object_store::ObjectStoreExt;
 
 use super::write::MASK_COLUMN;
 use crate::committer::CommitError;
-use crate::lake;
 
-/// Bytes of input files rewritten per commit at most: the rewritten files are held in memory
-/// until the commit.
+/// Bytes of input files rewritten per commit at most: what a failed commit loses.
 const BYTES_PER_COMMIT: i64 = 128 * 1024 * 1024;
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -92,7 +82,7 @@ pub async fn backfill(
         group.push(path);
         bytes += size;
         if bytes >= BYTES_PER_COMMIT {
-            rewrite(
+            rewrite_group(
                 state,
                 team_id,
                 &mut table,
@@ -105,13 +95,13 @@ pub async fn backfill(
         }
     }
     if !group.is_empty() {
-        rewrite(state, team_id, &mut table, &registry, &group, &mut report).await?;
+        rewrite_group(state, team_id, &mut table, &registry, &group, &mut report).await?;
     }
     Ok((table, report))
 }
 
 /// One commit: `paths` removed, the same rows written again with every active key's column.
-async fn rewrite(
+async fn rewrite_group(
     state: &AppState,
     team_id: i64,
     table: &mut DeltaTable,
@@ -120,65 +110,10 @@ async fn rewrite(
     report: &mut BackfillReport,
 ) -> Result<(), CommitError> {
     let shredder = super::Shredder::new(Some(registry), super::table_schema(table)?.as_ref());
-    let removes: HashMap<String, Action> = table
-        .snapshot()?
-        .log_data()
-        .into_iter()
-        .filter(|file| paths.iter().any(|p| p.as_str() == file.path()))
-        .map(|file| {
-            (
-                file.path().to_string(),
-                Action::Remove(file.remove_action(false)),
-            )
-        })
-        .collect();
-    let mut writer =
-        RecordBatchWriter::for_table(table)?.with_writer_properties(lake::writer_properties());
-    let root = lake::table_path(team_id);
-    let mut actions = Vec::new();
-    for path in paths {
-        let Some(remove) = removes.get(path) else {
-            continue;
-        };
-        for batch in read_file(state, &root, path).await? {
-            let batch = batch?;
-            report.rows_rewritten += batch.num_rows() as u64;
-            writer
-                .write(shredder.apply(&with_partition(batch, path)?)?)
-                .await?;
-        }
-        actions.push(remove.clone());
-        report.files_rewritten += 1;
-    }
-    let adds = writer.flush().await?;
-    actions.extend(adds.into_iter().map(|mut add| {
-        add.data_change = false;
-        Action::Add(add)
-    }));
-    let operation = DeltaOperation::Optimize {
-        predicate: None,
-        target_size: BYTES_PER_COMMIT,
-    };
-    CommitBuilder::default()
-        .with_actions(actions)
-        .build(Some(table.snapshot()?), table.log_store(), operation)
-        .await?;
-    table.update_incremental(None).await?;
+    let rewritten = crate::rewrite::rewrite(state, team_id, table, &shredder, paths).await?;
+    report.files_rewritten += rewritten.files_removed;
+    report.rows_rewritten += rewritten.rows;
     super::settle(state, team_id, &shredder).await
-}
-
-/// The batches of one of the table's files (`path` relative to the table at `root`).
-pub async fn read_file(
-    state: &AppState,
-    root: &str,
-    path: &str,
-) -> Result<deltalake_core::parquet::arrow::arrow_reader::ParquetRecordBatchReader, CommitError> {
-    let location = object_store::path::Path::from(format!("{root}/{path}"));
-    let bytes = state.objects.get(&location).await?.bytes().await?;
-    Ok(ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(DeltaTableError::from)?
-        .build()
-        .map_err(DeltaTableError::from)?)
 }
 
 /// The path of the table's largest file: a sample of what the project sends.
@@ -197,40 +132,4 @@ pub(crate) fn largest_file(table: &DeltaTable) -> Result<Option<String>, DeltaTa
     Ok((0..actions.num_rows())
         .max_by_key(|&row| sizes.value(row))
         .map(|row| paths.value(row).to_owned()))
-}
-
-/// Data files of a partitioned table do not store the partition column: it comes back from
-/// the file's path (`date=YYYY-MM-DD/...`).
-fn with_partition(
-    batch: deltalake_core::arrow::array::RecordBatch,
-    path: &str,
-) -> Result<deltalake_core::arrow::array::RecordBatch, DeltaTableError> {
-    use std::sync::Arc;
-
-    use deltalake_core::arrow::array::Date32Array;
-    use deltalake_core::arrow::datatypes::{DataType, Field, Schema};
-
-    if batch.column_by_name(lake::PARTITION_COLUMN).is_some() {
-        return Ok(batch);
-    }
-    let day = path
-        .split('/')
-        .find_map(|part| part.strip_prefix(&format!("{}=", lake::PARTITION_COLUMN)))
-        .and_then(|day| chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok())
-        .ok_or_else(|| DeltaTableError::Generic(format!("no partition day in {path}")))?;
-    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-    let days = (day - epoch).num_days() as i32;
-    let mut fields: Vec<Field> = batch
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    fields.push(Field::new(lake::PARTITION_COLUMN, DataType::Date32, false));
-    let mut columns = batch.columns().to_vec();
-    columns.push(Arc::new(Date32Array::from_value(days, batch.num_rows())));
-    Ok(deltalake_core::arrow::array::RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        columns,
-    )?)
 }

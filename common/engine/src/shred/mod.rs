@@ -120,7 +120,7 @@ pub async fn observe_table(
     };
     let mut counts = KeyCounts::default();
     let mut rows = 0;
-    for batch in backfill::read_file(state, &crate::lake::table_path(team_id), &path).await? {
+    for batch in crate::rewrite::read_file(state, &crate::lake::table_path(team_id), &path).await? {
         let batch = batch?;
         rows += batch.num_rows();
         counts.observe(&batch);

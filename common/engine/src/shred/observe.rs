@@ -66,7 +66,7 @@ impl KeyCounts {
             }
         }
         let step = rows.div_ceil(SAMPLE_ROWS_PER_BATCH).max(1);
-        let wanted = HashMap::new();
+        let wanted = foldhash::HashMap::default();
         for source in [Source::Properties, Source::PersonProperties] {
             let Some(column) = batch.column_by_name(source.column()) else {
                 continue;

@@ -222,7 +222,8 @@ fn text_column(batch: &RecordBatch, name: &str) -> Result<StringArray, ArrowErro
 
 /// Each key's `hogql_prop` value for every row, in one walk per row.
 fn extract(text: &StringArray, keys: &[&Planned]) -> Vec<StringArray> {
-    let wanted: HashMap<&str, usize> = keys
+    // Looked up for every key of every row: foldhash, not SipHash.
+    let wanted: foldhash::HashMap<&str, usize> = keys
         .iter()
         .enumerate()
         .map(|(i, p)| (p.key.as_str(), i))

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Builder, Int64Array, Int64Builder, ListArray,
-    ListBuilder, UInt64Builder,
+    ListBuilder, UInt64Array, UInt64Builder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, TimeUnit, UInt64Type};
@@ -272,30 +272,58 @@ fn passes(filter: Option<&BooleanArray>, row: usize) -> bool {
     filter.is_none_or(|filter| filter.is_valid(row) && filter.value(row))
 }
 
-/// The intermediate state rows (one list per column) back into events.
-fn state_events(states: &[ArrayRef], row: usize) -> Result<Vec<Event>> {
-    if states.len() < 3 {
-        return exec_err!("aggregateFunnel: bad intermediate state");
-    }
-    let micros = states[0].as_list::<i32>();
-    let steps = states[1].as_list::<i32>();
-    let exclusions = states[2].as_list::<i32>();
-    if micros.is_null(row) {
-        return Ok(Vec::new());
-    }
-    let micros = micros.value(row);
-    let steps = steps.value(row);
-    let exclusions = exclusions.value(row);
-    let micros = micros.as_primitive::<Int64Type>();
-    let steps = steps.as_primitive::<UInt64Type>();
-    let exclusions = exclusions.as_primitive::<UInt64Type>();
-    Ok((0..micros.len())
-        .map(|i| Event {
-            micros: micros.value(i),
-            steps: steps.value(i),
-            exclusions: exclusions.value(i),
+/// The intermediate state (one list per column), read row by row without copying it.
+struct StateRows<'a> {
+    micros: &'a ListArray,
+    steps: &'a ListArray,
+    exclusions: &'a ListArray,
+    micros_values: &'a Int64Array,
+    steps_values: &'a UInt64Array,
+    exclusions_values: &'a UInt64Array,
+}
+
+impl<'a> StateRows<'a> {
+    fn new(states: &'a [ArrayRef]) -> Result<Self> {
+        let [micros, steps, exclusions, ..] = states else {
+            return exec_err!("aggregateFunnel: bad intermediate state");
+        };
+        let (micros, steps, exclusions) = (
+            micros.as_list::<i32>(),
+            steps.as_list::<i32>(),
+            exclusions.as_list::<i32>(),
+        );
+        Ok(Self {
+            micros,
+            steps,
+            exclusions,
+            micros_values: micros.values().as_primitive::<Int64Type>(),
+            steps_values: steps.values().as_primitive::<UInt64Type>(),
+            exclusions_values: exclusions.values().as_primitive::<UInt64Type>(),
         })
-        .collect())
+    }
+
+    fn len(&self) -> usize {
+        self.micros.len()
+    }
+
+    /// The events of state row `row`.
+    fn events(&self, row: usize) -> impl Iterator<Item = Event> + '_ {
+        let range = |list: &ListArray| {
+            if list.is_null(row) {
+                return 0..0;
+            }
+            let offsets = list.value_offsets();
+            offsets[row] as usize..offsets[row + 1] as usize
+        };
+        range(self.micros)
+            .zip(range(self.steps))
+            .zip(range(self.exclusions))
+            .map(|((micros, steps), exclusions)| Event {
+                micros: self.micros_values.value(micros),
+                steps: self.steps_values.value(steps),
+                exclusions: self.exclusions_values.value(exclusions),
+            })
+    }
 }
 
 fn state_arrays<'a>(groups: impl Iterator<Item = &'a [Event]>) -> Vec<ArrayRef> {
@@ -392,10 +420,12 @@ impl GroupsAccumulator for FunnelGroups {
         total_num_groups: usize,
     ) -> Result<()> {
         self.groups.resize_with(total_num_groups, Vec::new);
+        let states = StateRows::new(values)?;
         for (row, &group) in group_indices.iter().enumerate() {
-            let events = state_events(values, row)?;
-            self.events += events.len();
-            self.groups[group].extend(events);
+            let events = &mut self.groups[group];
+            let before = events.len();
+            events.extend(states.events(row));
+            self.events += events.len() - before;
         }
         Ok(())
     }
@@ -456,9 +486,9 @@ impl Accumulator for FunnelAccumulator {
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        let rows = states.first().map_or(0, |array| array.len());
-        for row in 0..rows {
-            self.events.extend(state_events(states, row)?);
+        let states = StateRows::new(states)?;
+        for row in 0..states.len() {
+            self.events.extend(states.events(row));
         }
         Ok(())
     }
@@ -704,6 +734,8 @@ fn unordered(events: &[Event], steps: usize, relevant: u64, window: i64) -> Opti
 
 #[cfg(test)]
 mod tests {
+    use datafusion::arrow::datatypes::Float64Type;
+
     use super::*;
 
     const SECOND: i64 = 1_000_000;
@@ -904,5 +936,68 @@ mod tests {
         );
         let dropped = [at(0, 1), excluded_at(5, 0b11), at(10, 0)];
         assert_eq!(run(Order::Unordered, 2, 100, &dropped), None);
+    }
+
+    /// Skipped partial aggregation (funnel queries, see `open_session`): rows turned into
+    /// states one by one and merged give what aggregating the rows does.
+    #[test]
+    fn rows_passed_through_as_states_merge_to_the_same_outcome() {
+        let params = Params {
+            steps: 3,
+            window_micros: 100 * SECOND,
+            order: Order::Ordered,
+        };
+        let new = || FunnelGroups {
+            params,
+            groups: Vec::new(),
+            events: 0,
+        };
+        let constant = |value: i64| Arc::new(Int64Array::from(vec![value; 6])) as ArrayRef;
+        let micros = Arc::new(Int64Array::from(vec![
+            0,
+            10 * SECOND,
+            5 * SECOND,
+            30 * SECOND,
+            20 * SECOND,
+            40 * SECOND,
+        ])) as ArrayRef;
+        let steps = Arc::new(Int64Array::from(vec![1, 1, 2, 4, 0, 2])) as ArrayRef;
+        let exclusions = constant(0);
+        let values = vec![constant(3), constant(100), constant(0), micros, steps, exclusions];
+        // Actors 0 and 1, interleaved; the fifth row is no step at all.
+        let groups = [0, 1, 0, 0, 1, 1];
+        let filter = BooleanArray::from(vec![true, true, true, true, true, false]);
+
+        let mut direct = new();
+        direct
+            .update_batch(&values, &groups, Some(&filter), 2)
+            .unwrap();
+        let mut merged = new();
+        let states = merged.convert_to_state(&values, Some(&filter)).unwrap();
+        assert_eq!(states[0].len(), 6, "one state row per input row");
+        merged.merge_batch(&states, &groups, 2).unwrap();
+        assert_eq!(merged.events, direct.events);
+        let outcome = |mut groups: FunnelGroups| {
+            let array = groups.evaluate(EmitTo::All).unwrap();
+            let lists = array.as_list::<i32>();
+            (0..lists.len())
+                .map(|row| {
+                    lists.is_valid(row).then(|| {
+                        let values = lists.value(row);
+                        values.as_primitive::<Float64Type>().iter().collect::<Vec<_>>()
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+        let expected = outcome(direct);
+        // Actor 0 goes 0 s → 5 s → 30 s; actor 1 only entered (its last row is filtered out).
+        assert_eq!(
+            expected,
+            vec![
+                Some(vec![Some(2.0), Some(5.0), Some(25.0)]),
+                Some(vec![Some(0.0), None, None]),
+            ]
+        );
+        assert_eq!(outcome(merged), expected);
     }
 }

@@ -252,7 +252,7 @@ pub async fn open_session(
     limits: &Limits,
 ) -> Result<Session, QueryError> {
     let zone: chrono_tz::Tz = timezone.parse().unwrap_or(chrono_tz::UTC);
-    let config = SessionConfig::new()
+    let mut config = SessionConfig::new()
         .with_information_schema(false)
         .with_create_default_catalog_and_schema(true)
         .set_bool("datafusion.sql_parser.enable_ident_normalization", false)
@@ -266,6 +266,14 @@ pub async fn open_session(
         )
         // `now()`, `today()` and `yesterday()` in the project's time zone, as in PostHog.
         .set_str("datafusion.execution.time_zone", zone.name());
+    if prepared.sql.contains(funnel::NAME) {
+        // A funnel's partial aggregation reduces nothing (its state is every event it was
+        // given) and held a second copy of them all: after its first batch, rows go straight
+        // to the final aggregation.
+        let execution = &mut config.options_mut().execution;
+        execution.skip_partial_aggregation_probe_ratio_threshold = 0.0;
+        execution.skip_partial_aggregation_probe_rows_threshold = 0;
+    }
     let runtime = RuntimeEnvBuilder::new()
         .with_cache_manager(
             CacheManagerConfig::default()

@@ -83,9 +83,8 @@ async fn register_events(
     team_id: i64,
     zone: &str,
 ) -> Result<(Option<u64>, crate::shred::Coverage), QueryError> {
-    let table = lake::open_existing(state, team_id)
-        .await
-        .map_err(internal)?;
+    // The table this process already read, brought up to date: only new commits are read.
+    let table = lake::current(state, team_id).await.map_err(internal)?;
     let version = table.as_ref().and_then(|t| t.version());
     let mut coverage = crate::shred::Coverage::default();
     match table {

@@ -145,7 +145,7 @@ pub(crate) type KeySeen<'s> = dyn FnMut(&str, Peek, Option<&str>) + 's;
 /// parsing ends the walk, as it ends `seek` for later keys.
 pub(crate) fn property_values(
     text: &str,
-    wanted: &std::collections::HashMap<&str, usize>,
+    wanted: &foldhash::HashMap<&str, usize>,
     done: &mut [bool],
     mut found: impl FnMut(usize, Option<&str>),
     mut seen: Option<&mut KeySeen>,

@@ -1,0 +1,135 @@
+//! Rewriting files of a project's table in place: their rows read back, shredded again (every
+//! active key's column), written in the importer's layout (one file per day, sorted by event and
+//! time, see [`crate::clustered`]) and swapped for the old files in one Delta commit, so a query
+//! of any snapshot sees each event exactly once. Backfill and compaction both rewrite this way.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use common::AppState;
+use deltalake_core::arrow::array::{Date32Array, RecordBatch};
+use deltalake_core::arrow::datatypes::{DataType, Field, Schema};
+use deltalake_core::kernel::Action;
+use deltalake_core::kernel::transaction::CommitBuilder;
+use deltalake_core::parquet::arrow::arrow_reader::{
+    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
+use deltalake_core::protocol::DeltaOperation;
+use deltalake_core::{DeltaTable, DeltaTableError};
+use object_store::ObjectStoreExt;
+
+use crate::clustered::ClusteredWriter;
+use crate::committer::CommitError;
+use crate::lake;
+use crate::shred::Shredder;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Rewritten {
+    pub files_removed: u64,
+    pub files_added: u64,
+    pub rows: u64,
+}
+
+/// One commit: `paths` (those still in the table) removed, their rows written again through
+/// `shredder`.
+pub async fn rewrite(
+    state: &AppState,
+    team_id: i64,
+    table: &mut DeltaTable,
+    shredder: &Shredder,
+    paths: &[String],
+) -> Result<Rewritten, CommitError> {
+    let mut report = Rewritten::default();
+    let removes: HashMap<String, Action> = table
+        .snapshot()?
+        .log_data()
+        .into_iter()
+        .filter(|file| paths.iter().any(|p| p.as_str() == file.path()))
+        .map(|file| {
+            (
+                file.path().to_string(),
+                Action::Remove(file.remove_action(false)),
+            )
+        })
+        .collect();
+    let mut writer = ClusteredWriter::for_table(table)?;
+    let root = lake::table_path(team_id);
+    let mut actions = Vec::new();
+    for path in paths {
+        let Some(remove) = removes.get(path) else {
+            continue;
+        };
+        for batch in read_file(state, &root, path).await? {
+            let batch = batch?;
+            report.rows += batch.num_rows() as u64;
+            writer
+                .write(&shredder.apply(&with_partition(batch, path)?)?)
+                .await?;
+        }
+        actions.push(remove.clone());
+        report.files_removed += 1;
+    }
+    let adds = writer.close().await?;
+    report.files_added = adds.len() as u64;
+    actions.extend(adds.into_iter().map(|mut add| {
+        add.data_change = false;
+        Action::Add(add)
+    }));
+    if report.files_removed == 0 {
+        return Ok(report);
+    }
+    let operation = DeltaOperation::Optimize {
+        predicate: None,
+        target_size: crate::clustered::TARGET_FILE_BYTES as i64,
+    };
+    CommitBuilder::default()
+        .with_actions(actions)
+        .build(Some(table.snapshot()?), table.log_store(), operation)
+        .await?;
+    table.update_incremental(None).await?;
+    Ok(report)
+}
+
+/// The batches of one of the table's files (`path` relative to the table at `root`).
+pub async fn read_file(
+    state: &AppState,
+    root: &str,
+    path: &str,
+) -> Result<ParquetRecordBatchReader, CommitError> {
+    let location = object_store::path::Path::from(format!("{root}/{path}"));
+    let bytes = state.objects.get(&location).await?.bytes().await?;
+    Ok(ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(DeltaTableError::from)?
+        .build()
+        .map_err(DeltaTableError::from)?)
+}
+
+/// The day partition a file's path names (`date=YYYY-MM-DD/...`), as days since 1970-01-01.
+pub fn partition_day(path: &str) -> Option<i32> {
+    let day = path
+        .split('/')
+        .find_map(|part| part.strip_prefix(&format!("{}=", lake::PARTITION_COLUMN)))
+        .and_then(|day| chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok())?;
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    Some((day - epoch).num_days() as i32)
+}
+
+/// Data files of a partitioned table do not store the partition column: it comes back from
+/// the file's path.
+fn with_partition(batch: RecordBatch, path: &str) -> Result<RecordBatch, DeltaTableError> {
+    if batch.column_by_name(lake::PARTITION_COLUMN).is_some() {
+        return Ok(batch);
+    }
+    let days = partition_day(path)
+        .ok_or_else(|| DeltaTableError::Generic(format!("no partition day in {path}")))?;
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new(lake::PARTITION_COLUMN, DataType::Date32, false));
+    let mut columns = batch.columns().to_vec();
+    columns.push(Arc::new(Date32Array::from_value(days, batch.num_rows())));
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
