@@ -134,9 +134,6 @@ async fn events_sent_twice_are_kept_once_after_compaction() {
 
 #[tokio::test]
 async fn compaction_merges_a_days_small_files_into_one_sorted_by_event_and_time() {
-    use deltalake_core::arrow::array::{Array, AsArray};
-    use deltalake_core::arrow::datatypes::{Int64Type, TimestampMicrosecondType};
-
     for world in World::all().await {
         let name = world.name();
         let state = world.backend.state.clone();
@@ -167,25 +164,13 @@ async fn compaction_merges_a_days_small_files_into_one_sorted_by_event_and_time(
             .await
             .unwrap()
             .unwrap();
-        let actions = table.snapshot().unwrap().add_actions_table(true).unwrap();
-        let paths = actions.column_by_name("path").unwrap().as_string::<i32>();
-        let root = engine::lake::table_path(team);
         let mut rows = 0;
-        for path in paths.iter().flatten() {
-            let mut keys = Vec::new();
-            for batch in engine::rewrite::read_file(&state, &root, path)
-                .await
-                .unwrap()
-            {
-                let batch = batch.unwrap();
-                let codes = batch.column_by_name("event_code").expect("event codes");
-                let codes = codes.as_primitive::<Int64Type>();
-                assert_eq!(codes.null_count(), 0, "{name}: every event has a code");
-                let times = batch.column_by_name("timestamp").unwrap();
-                let times = times.as_primitive::<TimestampMicrosecondType>();
-                keys.extend(codes.values().iter().copied().zip(times.values().iter().copied()));
-            }
-            assert!(keys.is_sorted(), "{name}: {path} is not sorted by event and time");
+        for (path, _) in engine::rewrite::file_sizes(&table).unwrap() {
+            let keys = api_tests::event_time_keys(&state, team, &path).await;
+            assert!(
+                keys.is_sorted(),
+                "{name}: {path} is not sorted by event and time"
+            );
             rows += keys.len();
         }
         assert_eq!(rows, 33, "{name}");

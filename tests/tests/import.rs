@@ -66,8 +66,7 @@ async fn export_lines_become_rows() {
 /// and each file's rows are sorted by event (its code) and time. Both backends.
 #[tokio::test]
 async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
-    use deltalake_core::arrow::array::{Array, AsArray};
-    use deltalake_core::arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+    use deltalake_core::arrow::array::AsArray;
 
     for world in api_tests::World::all().await {
         let state = world.backend.state.clone();
@@ -110,26 +109,7 @@ async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
         for path in paths.iter().flatten() {
             let day = path.split('/').next().unwrap().to_owned();
             assert!(days_seen.insert(day.clone()), "{day} has two files: {path}");
-            let root = engine::lake::table_path(team);
-            let reader = engine::rewrite::read_file(&state, &root, path)
-                .await
-                .unwrap();
-            let mut keys = Vec::new();
-            for batch in reader {
-                let batch = batch.unwrap();
-                let codes = batch.column_by_name("event_code").expect("event codes");
-                let codes = codes.as_primitive::<Int64Type>();
-                let times = batch.column_by_name("timestamp").unwrap();
-                let times = times.as_primitive::<TimestampMicrosecondType>();
-                assert_eq!(codes.null_count(), 0);
-                keys.extend(
-                    codes
-                        .values()
-                        .iter()
-                        .copied()
-                        .zip(times.values().iter().copied()),
-                );
-            }
+            let keys = api_tests::event_time_keys(&state, team, path).await;
             assert!(keys.is_sorted(), "{path} is not sorted by event and time");
         }
         assert_eq!(days_seen.len(), days, "{}", world.name());

@@ -17,8 +17,8 @@ use deltalake_core::arrow::array::{Array, AsArray, BooleanArray};
 use deltalake_core::arrow::compute::{
     SortColumn, concat, filter_record_batch, interleave_record_batch, lexsort_to_indices,
 };
-use deltalake_core::arrow::error::ArrowError;
 use deltalake_core::arrow::datatypes::{Date32Type, Schema};
+use deltalake_core::arrow::error::ArrowError;
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::datafile::writer::{DeltaWriter, WriterConfig};
 use deltalake_core::kernel::Add;
@@ -235,7 +235,8 @@ fn sorted(batches: &[RecordBatch]) -> DeltaResult<RecordBatch> {
         .enumerate()
         .flat_map(|(batch, rows)| (0..rows.num_rows()).map(move |row| (batch, row)))
         .collect();
-    let gathered: Vec<(usize, usize)> = order.values().iter().map(|&i| places[i as usize]).collect();
+    let gathered: Vec<(usize, usize)> =
+        order.values().iter().map(|&i| places[i as usize]).collect();
     let sources: Vec<&RecordBatch> = batches.iter().collect();
     Ok(interleave_record_batch(&sources, &gathered)?)
 }

@@ -9,8 +9,6 @@ use std::collections::BTreeMap;
 
 use common::AppState;
 use deltalake_core::DeltaTable;
-use deltalake_core::arrow::array::AsArray;
-use deltalake_core::arrow::datatypes::Int64Type;
 
 use crate::committer::{CommitError, teams_with_staging};
 use crate::lake;
@@ -80,22 +78,12 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
 
 /// Days with two or more small files, those files in groups of at most `BYTES_PER_COMMIT`.
 fn small_file_groups(table: &DeltaTable) -> Result<Vec<Vec<String>>, CommitError> {
-    let actions = table.snapshot()?.add_actions_table(true)?;
-    let (Some(paths), Some(sizes)) = (
-        actions.column_by_name("path").map(|c| c.as_string::<i32>().clone()),
-        actions
-            .column_by_name("size_bytes")
-            .and_then(|c| c.as_primitive_opt::<Int64Type>().cloned()),
-    ) else {
-        return Ok(Vec::new());
-    };
     let mut days: BTreeMap<i32, Vec<(String, i64)>> = BTreeMap::new();
-    for row in 0..actions.num_rows() {
-        let (path, size) = (paths.value(row), sizes.value(row));
-        if let Some(day) = crate::rewrite::partition_day(path)
+    for (path, size) in crate::rewrite::file_sizes(table)? {
+        if let Some(day) = crate::rewrite::partition_day(&path)
             && size < SMALL_FILE_BYTES
         {
-            days.entry(day).or_default().push((path.to_owned(), size));
+            days.entry(day).or_default().push((path, size));
         }
     }
     let mut groups: Vec<Vec<String>> = Vec::new();
@@ -106,7 +94,10 @@ fn small_file_groups(table: &DeltaTable) -> Result<Vec<Vec<String>>, CommitError
                 groups.push(Vec::new());
                 bytes = 0;
             }
-            groups.last_mut().into_iter().for_each(|group| group.push(path.clone()));
+            groups
+                .last_mut()
+                .into_iter()
+                .for_each(|group| group.push(path.clone()));
             bytes += size;
         }
     }

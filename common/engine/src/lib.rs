@@ -10,8 +10,8 @@ pub mod import;
 pub mod jobs;
 pub mod lake;
 pub mod persons;
-pub mod rows;
 pub mod rewrite;
+pub mod rows;
 pub mod shred;
 pub mod squash;
 

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use common::AppState;
-use deltalake_core::arrow::array::{Date32Array, RecordBatch};
-use deltalake_core::arrow::datatypes::{DataType, Field, Schema};
+use deltalake_core::arrow::array::{AsArray, Date32Array, RecordBatch};
+use deltalake_core::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use deltalake_core::kernel::Action;
 use deltalake_core::kernel::transaction::CommitBuilder;
 use deltalake_core::parquet::arrow::arrow_reader::{
@@ -90,6 +90,24 @@ pub async fn rewrite(
     Ok(report)
 }
 
+/// The table's files (paths relative to the table) and their sizes in bytes.
+pub fn file_sizes(table: &DeltaTable) -> Result<Vec<(String, i64)>, DeltaTableError> {
+    let actions = table.snapshot()?.add_actions_table(true)?;
+    let (Some(paths), Some(sizes)) = (
+        actions
+            .column_by_name("path")
+            .map(|c| c.as_string::<i32>().clone()),
+        actions
+            .column_by_name("size_bytes")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>().cloned()),
+    ) else {
+        return Ok(Vec::new());
+    };
+    Ok((0..actions.num_rows())
+        .map(|row| (paths.value(row).to_owned(), sizes.value(row)))
+        .collect())
+}
+
 /// The batches of one of the table's files (`path` relative to the table at `root`).
 pub async fn read_file(
     state: &AppState,
@@ -131,5 +149,8 @@ fn with_partition(batch: RecordBatch, path: &str) -> Result<RecordBatch, DeltaTa
     fields.push(Field::new(lake::PARTITION_COLUMN, DataType::Date32, false));
     let mut columns = batch.columns().to_vec();
     columns.push(Arc::new(Date32Array::from_value(days, batch.num_rows())));
-    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }

@@ -118,18 +118,8 @@ async fn rewrite_group(
 
 /// The path of the table's largest file: a sample of what the project sends.
 pub(crate) fn largest_file(table: &DeltaTable) -> Result<Option<String>, DeltaTableError> {
-    let actions = table.snapshot()?.add_actions_table(true)?;
-    let (Some(paths), Some(sizes)) = (
-        actions
-            .column_by_name("path")
-            .map(|c| c.as_string::<i32>().clone()),
-        actions
-            .column_by_name("size_bytes")
-            .and_then(|c| c.as_primitive_opt::<Int64Type>().cloned()),
-    ) else {
-        return Ok(None);
-    };
-    Ok((0..actions.num_rows())
-        .max_by_key(|&row| sizes.value(row))
-        .map(|row| paths.value(row).to_owned()))
+    Ok(crate::rewrite::file_sizes(table)?
+        .into_iter()
+        .max_by_key(|(_, size)| *size)
+        .map(|(path, _)| path))
 }

@@ -963,7 +963,14 @@ mod tests {
         ])) as ArrayRef;
         let steps = Arc::new(Int64Array::from(vec![1, 1, 2, 4, 0, 2])) as ArrayRef;
         let exclusions = constant(0);
-        let values = vec![constant(3), constant(100), constant(0), micros, steps, exclusions];
+        let values = vec![
+            constant(3),
+            constant(100),
+            constant(0),
+            micros,
+            steps,
+            exclusions,
+        ];
         // Actors 0 and 1, interleaved; the fifth row is no step at all.
         let groups = [0, 1, 0, 0, 1, 1];
         let filter = BooleanArray::from(vec![true, true, true, true, true, false]);
@@ -984,7 +991,10 @@ mod tests {
                 .map(|row| {
                     lists.is_valid(row).then(|| {
                         let values = lists.value(row);
-                        values.as_primitive::<Float64Type>().iter().collect::<Vec<_>>()
+                        values
+                            .as_primitive::<Float64Type>()
+                            .iter()
+                            .collect::<Vec<_>>()
                     })
                 })
                 .collect::<Vec<_>>()
