@@ -2,8 +2,8 @@
 //! overrides are squashed into the rows (see [`crate::squash`]), each day's small files (one per
 //! commit) are merged into files sorted by event and time, the importer's layout, so selective
 //! event filters skip pages (see [`crate::rewrite`]), and `vacuum` deletes files no snapshot
-//! within the retention period still references. All are Delta commits, so a query reading any snapshot sees each event
-//! exactly once throughout.
+//! within the retention period still references. All are Delta commits, so a query reading any
+//! snapshot sees each event exactly once throughout.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +12,7 @@ use deltalake_core::DeltaTable;
 
 use crate::committer::{CommitError, teams_with_staging};
 use crate::lake;
+use crate::rewrite::Rewritten;
 
 /// Files smaller than this are merged with the day's other small files.
 const SMALL_FILE_BYTES: i64 = 64 * 1024 * 1024;
@@ -76,7 +77,7 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
     Ok(report)
 }
 
-/// Days with two or more small files, those files in groups of at most `BYTES_PER_COMMIT`.
+/// Days with two or more small files: those files, in groups of about `BYTES_PER_COMMIT`.
 fn small_file_groups(table: &DeltaTable) -> Result<Vec<Vec<String>>, CommitError> {
     let mut days: BTreeMap<i32, Vec<(String, i64)>> = BTreeMap::new();
     for (path, size) in crate::rewrite::file_sizes(table)? {
@@ -86,28 +87,8 @@ fn small_file_groups(table: &DeltaTable) -> Result<Vec<Vec<String>>, CommitError
             days.entry(day).or_default().push((path, size));
         }
     }
-    let mut groups: Vec<Vec<String>> = Vec::new();
-    let mut bytes = 0;
-    for files in days.into_values().filter(|files| files.len() > 1) {
-        for (path, size) in files {
-            if groups.is_empty() || bytes + size > BYTES_PER_COMMIT {
-                groups.push(Vec::new());
-                bytes = 0;
-            }
-            groups
-                .last_mut()
-                .into_iter()
-                .for_each(|group| group.push(path.clone()));
-            bytes += size;
-        }
-    }
-    Ok(groups)
-}
-
-#[derive(Debug, Default)]
-struct Clustered {
-    files_added: u64,
-    files_removed: u64,
+    let small = days.into_values().filter(|files| files.len() > 1).flatten();
+    Ok(crate::rewrite::in_groups(small, BYTES_PER_COMMIT))
 }
 
 /// Merges each day's small files into files sorted by event and time, one commit per group.
@@ -115,8 +96,8 @@ async fn cluster_small_files(
     state: &AppState,
     team_id: i64,
     mut table: DeltaTable,
-) -> Result<(DeltaTable, Clustered), CommitError> {
-    let mut report = Clustered::default();
+) -> Result<(DeltaTable, Rewritten), CommitError> {
+    let mut report = Rewritten::default();
     let groups = small_file_groups(&table)?;
     if groups.is_empty() {
         return Ok((table, report));
@@ -133,6 +114,7 @@ async fn cluster_small_files(
             crate::rewrite::rewrite(state, team_id, &mut table, &shredder, &paths).await?;
         report.files_added += rewritten.files_added;
         report.files_removed += rewritten.files_removed;
+        report.rows += rewritten.rows;
     }
     crate::shred::settle(state, team_id, &shredder).await?;
     Ok((table, report))

@@ -56,8 +56,8 @@ pub fn arrow_schema() -> Arc<Schema> {
 }
 
 /// Columns whose values are nearly all distinct, or so many per row group (users, their
-/// properties, sessions) that the 1 MB dictionary page fills and the writer falls back to plain encoding
-/// anyway after hashing tens of thousands of values: a dictionary only costs time there.
+/// properties, sessions) that the 1 MB dictionary page fills and the writer falls back to plain
+/// encoding anyway after hashing tens of thousands of values: a dictionary only costs time there.
 const UNIQUE_COLUMNS: [&str; 8] = [
     "uuid",
     "properties",

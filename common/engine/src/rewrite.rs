@@ -90,6 +90,24 @@ pub async fn rewrite(
     Ok(report)
 }
 
+/// `files` (path, size) in order, in groups closed once they hold `bytes` bytes: one commit each.
+pub fn in_groups(files: impl IntoIterator<Item = (String, i64)>, bytes: i64) -> Vec<Vec<String>> {
+    let mut groups = Vec::new();
+    let (mut group, mut held) = (Vec::new(), 0);
+    for (path, size) in files {
+        group.push(path);
+        held += size;
+        if held >= bytes {
+            groups.push(std::mem::take(&mut group));
+            held = 0;
+        }
+    }
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    groups
+}
+
 /// The table's files (paths relative to the table) and their sizes in bytes.
 pub fn file_sizes(table: &DeltaTable) -> Result<Vec<(String, i64)>, DeltaTableError> {
     let actions = table.snapshot()?.add_actions_table(true)?;
@@ -153,4 +171,21 @@ fn with_partition(batch: RecordBatch, path: &str) -> Result<RecordBatch, DeltaTa
         Arc::new(Schema::new(fields)),
         columns,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_close_once_they_hold_enough_bytes() {
+        let files = [("a", 40), ("b", 70), ("c", 10), ("d", 200), ("e", 5)]
+            .map(|(path, size)| (path.to_owned(), size));
+        let names = |groups: Vec<Vec<String>>| -> Vec<String> {
+            groups.into_iter().map(|group| group.concat()).collect()
+        };
+        assert_eq!(names(in_groups(files.clone(), 100)), ["ab", "cd", "e"]);
+        assert_eq!(names(in_groups(files, 1_000)), ["abcde"]);
+        assert!(in_groups(Vec::new(), 100).is_empty());
+    }
 }

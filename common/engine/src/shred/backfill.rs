@@ -76,25 +76,7 @@ pub async fn backfill(
     }
     super::ensure_columns(&mut table, &registry).await?;
     let files = files_to_rewrite(&table, wanted)?;
-    let mut group = Vec::new();
-    let mut bytes = 0;
-    for (path, size) in files {
-        group.push(path);
-        bytes += size;
-        if bytes >= BYTES_PER_COMMIT {
-            rewrite_group(
-                state,
-                team_id,
-                &mut table,
-                &registry,
-                &std::mem::take(&mut group),
-                &mut report,
-            )
-            .await?;
-            bytes = 0;
-        }
-    }
-    if !group.is_empty() {
+    for group in crate::rewrite::in_groups(files, BYTES_PER_COMMIT) {
         rewrite_group(state, team_id, &mut table, &registry, &group, &mut report).await?;
     }
     Ok((table, report))
