@@ -12,7 +12,7 @@ use deltalake_core::logstore::{
     LogStore, LogStoreFactory, ObjectStoreRef, StorageConfig, default_logstore, logstore_factories,
 };
 use deltalake_core::parquet::basic::Compression;
-use deltalake_core::parquet::file::properties::WriterProperties;
+use deltalake_core::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use deltalake_core::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
 use url::Url;
 
@@ -77,17 +77,24 @@ pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 /// (the event, in files sorted by it) skip the other columns' pages for the rows it rejects.
 const PAGE_ROWS: usize = 8 * 1024;
 
+/// Long texts whose minimum and maximum skip nothing (no filter compares them as a whole, and a
+/// file's span of them is everything): computing them cost a comparison per value.
+const UNSKIPPABLE_COLUMNS: [&str; 4] = ["uuid", "properties", "person_properties", "elements_chain"];
+
 /// How every writer of the events tables encodes Parquet.
 pub fn writer_properties() -> WriterProperties {
-    UNIQUE_COLUMNS
+    let builder = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_data_page_row_count_limit(PAGE_ROWS);
+    let builder = UNIQUE_COLUMNS.iter().fold(builder, |builder, column| {
+        builder.set_column_dictionary_enabled((*column).into(), false)
+    });
+    UNSKIPPABLE_COLUMNS
         .iter()
-        .fold(
-            WriterProperties::builder()
-                .set_compression(Compression::SNAPPY)
-                .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-                .set_data_page_row_count_limit(PAGE_ROWS),
-            |builder, column| builder.set_column_dictionary_enabled((*column).into(), false),
-        )
+        .fold(builder, |builder, column| {
+            builder.set_column_statistics_enabled((*column).into(), EnabledStatistics::None)
+        })
         .build()
 }
 

@@ -17,7 +17,7 @@ use anyhow::{Context, bail};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use common::AppState;
 use common::models::Project;
-use common::staging::{PropertiesProbe, json_text};
+use common::staging::PropertiesProbe;
 use engine::rows::{EventFields, ParsedRows};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
@@ -126,21 +126,24 @@ struct Parsed {
     rejected_count: u64,
 }
 
-/// The fields of an export line the fast path reads; the rest is skipped unparsed.
+/// The fields of an export line the fast path reads; the rest is skipped unparsed. Strings are
+/// read (and unescaped) in the one pass over the line; `Properties` is the properties' shape:
+/// JSON text in exports, an object in capture payloads.
 #[derive(Deserialize)]
-struct ExportLine<'a> {
+#[serde(bound(deserialize = "'de: 'a, Properties: Deserialize<'de>"))]
+struct ExportLine<'a, Properties> {
     #[serde(borrow, default)]
-    uuid: Option<&'a RawValue>,
+    uuid: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    event: Option<&'a RawValue>,
+    event: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    distinct_id: Option<&'a RawValue>,
+    distinct_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    timestamp: Option<&'a RawValue>,
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(default = "Option::default")]
+    properties: Option<Properties>,
     #[serde(borrow, default)]
-    properties: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    elements_chain: Option<&'a RawValue>,
+    elements_chain: Option<Cow<'a, str>>,
     /// Any of these sends the line down the general path.
     #[serde(rename = "$set", default)]
     set: Option<IgnoredAny>,
@@ -152,6 +155,34 @@ struct ExportLine<'a> {
     sent_at: Option<IgnoredAny>,
     #[serde(default)]
     offset: Option<IgnoredAny>,
+}
+
+impl<'a> ExportLine<'a, Cow<'a, str>> {
+    /// The line with its properties as text, whichever shape they came in; `None` when its
+    /// fields do not have the types the fast path takes.
+    fn read(line: &'a [u8]) -> Option<Self> {
+        if let Ok(exported) = serde_json::from_slice::<Self>(line) {
+            return Some(exported);
+        }
+        let captured = serde_json::from_slice::<ExportLine<&RawValue>>(line).ok()?;
+        let properties = match captured.properties {
+            Some(raw) if raw.get().starts_with('{') => Some(Cow::Borrowed(raw.get())),
+            _ => return None,
+        };
+        Some(ExportLine {
+            uuid: captured.uuid,
+            event: captured.event,
+            distinct_id: captured.distinct_id,
+            timestamp: captured.timestamp,
+            properties,
+            elements_chain: captured.elements_chain,
+            set: captured.set,
+            set_once: captured.set_once,
+            unset: captured.unset,
+            sent_at: captured.sent_at,
+            offset: captured.offset,
+        })
+    }
 }
 
 /// Exports write timestamps the ClickHouse way (`2026-11-01 10:00:00.000000`, UTC); capture
@@ -209,7 +240,7 @@ fn clickhouse_time(text: &[u8]) -> Option<DateTime<Utc>> {
 /// The common line: nothing for persons to apply, every field present and valid. Adds it and
 /// says `true`; anything else is left to [`general_line`], which also names what is wrong.
 fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
-    let Ok(parsed) = serde_json::from_slice::<ExportLine>(line) else {
+    let Some(parsed) = ExportLine::read(line) else {
         return false;
     };
     if parsed.set.is_some()
@@ -220,10 +251,7 @@ fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
     {
         return false;
     }
-    let (Some(event), Some(distinct_id)) = (
-        parsed.event.and_then(json_text),
-        parsed.distinct_id.and_then(json_text),
-    ) else {
+    let (Some(event), Some(distinct_id)) = (parsed.event, parsed.distinct_id) else {
         return false;
     };
     if event.trim().is_empty()
@@ -234,38 +262,22 @@ fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
     {
         return false;
     }
-    let uuid = match parsed.uuid.filter(|raw| raw.get() != "null") {
+    let uuid = match parsed.uuid {
         None => Uuid::now_v7(),
-        Some(raw) => match json_text(raw).and_then(|t| Uuid::parse_str(&t).ok()) {
-            Some(uuid) => uuid,
-            None => return false,
+        Some(text) => match Uuid::parse_str(&text) {
+            Ok(uuid) => uuid,
+            Err(_) => return false,
         },
     };
-    let timestamp = match parsed.timestamp.filter(|raw| raw.get() != "null") {
+    let timestamp = match parsed.timestamp {
         None => now,
-        Some(raw) => match json_text(raw).and_then(|t| export_time(&t)) {
+        Some(text) => match export_time(&text) {
             Some(at) => at,
             None => return false,
         },
     };
-    let elements_chain = match parsed.elements_chain {
-        None => None,
-        Some(raw) if raw.get() == "null" => None,
-        Some(raw) => match json_text(raw) {
-            Some(chain) => Some(chain),
-            None => return false,
-        },
-    };
-    // Exports hold properties as JSON text; capture payloads as an object.
-    let properties: Cow<str> = match parsed.properties {
-        None => Cow::Borrowed("{}"),
-        Some(raw) if raw.get() == "null" => Cow::Borrowed("{}"),
-        Some(raw) if raw.get().starts_with('{') => Cow::Borrowed(raw.get()),
-        Some(raw) => match json_text(raw) {
-            Some(inner) => inner,
-            None => return false,
-        },
-    };
+    let elements_chain = parsed.elements_chain;
+    let properties = parsed.properties.unwrap_or(Cow::Borrowed("{}"));
     let Ok(probe) = PropertiesProbe::read(&properties) else {
         return false;
     };

@@ -39,6 +39,8 @@ pub use datafusion::arrow::array::RecordBatch as ArrowBatch;
 pub use datafusion::arrow::datatypes::SchemaRef;
 pub use rewrite::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};
 pub use tables::ALL as TABLES;
+/// The engine's scalar functions for a session in time zone `zone` (benches register them).
+pub use udfs::all as hogql_functions;
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
