@@ -14,6 +14,11 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use tokio::runtime::Runtime;
 
+// The allocator the binaries use: the system one's fresh pages for every output buffer would
+// weigh on whichever side allocates more.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ROWS: usize = 1_000_000;
 const BATCH_ROWS: usize = 8_192;
 

@@ -9,7 +9,7 @@ use deltalake_core::arrow::datatypes::DataType;
 use jiter::Peek;
 
 use super::registry::{ColumnType, Source};
-use crate::sql::udfs::json::property_values;
+use crate::sql::udfs::json::{WantedKeys, property_values};
 
 /// Rows sampled per batch at most: counting every key of every row would cost capture as much
 /// as shredding does.
@@ -66,7 +66,7 @@ impl KeyCounts {
             }
         }
         let step = rows.div_ceil(SAMPLE_ROWS_PER_BATCH).max(1);
-        let wanted = foldhash::HashMap::default();
+        let mut wanted = WantedKeys::new([]);
         for source in [Source::Properties, Source::PersonProperties] {
             let Some(column) = batch.column_by_name(source.column()) else {
                 continue;
@@ -84,7 +84,7 @@ impl KeyCounts {
                 };
                 property_values(
                     text.value(row),
-                    &wanted,
+                    &mut wanted,
                     &mut [],
                     |_, _| {},
                     Some(&mut record),

@@ -18,7 +18,7 @@ use deltalake_core::arrow::error::ArrowError;
 
 use super::registry::{ColumnType, Registry, Source};
 use crate::lake;
-use crate::sql::udfs::json::property_values;
+use crate::sql::udfs::json::{WantedKeys, property_values};
 
 /// The mask column: bit `slot` set when the row's batch holds that key's column.
 pub const MASK_COLUMN: &str = "__shred";
@@ -222,12 +222,7 @@ fn text_column(batch: &RecordBatch, name: &str) -> Result<StringArray, ArrowErro
 
 /// Each key's `hogql_prop` value for every row, in one walk per row.
 fn extract(text: &StringArray, keys: &[&Planned]) -> Vec<StringArray> {
-    // Looked up for every key of every row: foldhash, not SipHash.
-    let wanted: foldhash::HashMap<&str, usize> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.key.as_str(), i))
-        .collect();
+    let mut wanted = WantedKeys::new(keys.iter().map(|p| p.key.as_str()));
     let mut builders: Vec<StringBuilder> = keys
         .iter()
         .map(|_| StringBuilder::with_capacity(text.len(), text.len() * 8))
@@ -238,7 +233,7 @@ fn extract(text: &StringArray, keys: &[&Planned]) -> Vec<StringArray> {
         if !text.is_null(row) {
             property_values(
                 text.value(row),
-                &wanted,
+                &mut wanted,
                 &mut done,
                 |index, value| builders[index].append_option(value),
                 None,

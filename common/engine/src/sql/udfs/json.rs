@@ -137,6 +137,50 @@ fn text_value<'a>(
 /// Told each top-level key reached: its name, its value's kind, its raw JSON text.
 pub(crate) type KeySeen<'s> = dyn FnMut(&str, Peek, Option<&str>) + 's;
 
+/// Top-level positions whose last key is remembered, at most.
+const REMEMBERED_POSITIONS: usize = 256;
+
+/// The keys a walk looks for, each with its index. Rows written by one SDK list their keys in the
+/// same order, so the key last met at each position is compared first: a match spares hashing.
+pub(crate) struct WantedKeys<'k> {
+    by_name: foldhash::HashMap<&'k str, usize>,
+    /// The key last met at each position, and its index.
+    by_position: Vec<(String, Option<usize>)>,
+}
+
+impl<'k> WantedKeys<'k> {
+    /// `keys[i]` has index `i`; a key listed twice keeps its first index.
+    pub(crate) fn new(keys: impl IntoIterator<Item = &'k str>) -> Self {
+        let mut by_name = foldhash::HashMap::default();
+        for (index, key) in keys.into_iter().enumerate() {
+            by_name.entry(key).or_insert(index);
+        }
+        Self {
+            by_name,
+            by_position: Vec::new(),
+        }
+    }
+
+    fn index(&mut self, position: usize, key: &str) -> Option<usize> {
+        match self.by_position.get_mut(position) {
+            Some((last, index)) if last == key => *index,
+            Some((last, index)) => {
+                last.clear();
+                last.push_str(key);
+                *index = self.by_name.get(key).copied();
+                *index
+            }
+            None => {
+                let index = self.by_name.get(key).copied();
+                if position == self.by_position.len() && position < REMEMBERED_POSITIONS {
+                    self.by_position.push((key.to_owned(), index));
+                }
+                index
+            }
+        }
+    }
+}
+
 /// One walk over a JSON object's top-level keys, for the writers that shred properties into
 /// columns: for the first occurrence of each key in `wanted`, `found(index, value)` gets exactly
 /// what `hogql_prop(text, key)` gives for it (`None` for NULL), so a shredded column always holds
@@ -145,7 +189,7 @@ pub(crate) type KeySeen<'s> = dyn FnMut(&str, Peek, Option<&str>) + 's;
 /// parsing ends the walk, as it ends `seek` for later keys.
 pub(crate) fn property_values(
     text: &str,
-    wanted: &foldhash::HashMap<&str, usize>,
+    wanted: &mut WantedKeys,
     done: &mut [bool],
     mut found: impl FnMut(usize, Option<&str>),
     mut seen: Option<&mut KeySeen>,
@@ -154,15 +198,19 @@ pub(crate) fn property_values(
     if !matches!(jiter.peek(), Ok(Peek::Object)) {
         return;
     }
-    // Each key is copied into one buffer: the jiter lends it only until its next step.
+    // A key `seen` is told is copied into one buffer: the jiter lends it only until its next step.
     let mut current = String::new();
     let mut next = jiter.next_object();
+    let mut position = 0;
     while let Ok(Some(key)) = next {
-        current.clear();
-        current.push_str(key);
+        let index = wanted.index(position, key).filter(|i| !done[*i]);
+        position += 1;
+        if seen.is_some() {
+            current.clear();
+            current.push_str(key);
+        }
         let Ok(peek) = jiter.peek() else { return };
         let start = jiter.current_index();
-        let index = wanted.get(current.as_str()).copied().filter(|i| !done[*i]);
         match index {
             Some(index) if peek != Peek::Null => {
                 let Ok(value) = text_value(Kind::Property, &mut jiter, text) else {
@@ -407,5 +455,36 @@ mod tests {
             property(&[Some(r#"{"a\"b": 1}"#)], "a\"b"),
             [Some("1".into())]
         );
+    }
+
+    #[test]
+    fn a_walk_finds_what_the_query_reads_whatever_order_the_rows_list_their_keys_in() {
+        let rows = [
+            r#"{"plan": "pro", "amount": 12, "x": 1}"#,
+            r#"{"plan": "pro", "amount": 12, "x": 2}"#,
+            // Other keys at the remembered positions, then the same again.
+            r#"{"amount": 3, "plan": "free"}"#,
+            r#"{"x": 1, "plan": "team"}"#,
+            r#"{"plan": "pro", "amount": 5, "x": 3}"#,
+            // A repeated key: the first occurrence counts, as in `hogql_prop`.
+            r#"{"amount": 1, "amount": 2}"#,
+            r#"{"a\u006dount": 9}"#,
+        ];
+        let keys = ["amount", "plan"];
+        let mut wanted = WantedKeys::new(keys);
+        for text in rows {
+            let mut done = [false; 2];
+            let mut values = [None, None];
+            property_values(
+                text,
+                &mut wanted,
+                &mut done,
+                |index, value| values[index] = value.map(str::to_owned),
+                None,
+            );
+            for (index, key) in keys.iter().enumerate() {
+                assert_eq!(values[index], property(&[Some(text)], key)[0], "{text} {key}");
+            }
+        }
     }
 }
