@@ -30,7 +30,7 @@ fn properties(row: usize) -> String {
     serde_json::json!({
         "$browser": BROWSERS[row % BROWSERS.len()],
         "$current_url": format!("https://example.com/docs/page-{}", row % 97),
-        "$device_type": if row % 3 == 0 { "Mobile" } else { "Desktop" },
+        "$device_type": if row.is_multiple_of(3) { "Mobile" } else { "Desktop" },
         "$host": "example.com",
         "$lib": "web",
         "$lib_version": "1.200.0",

@@ -79,7 +79,8 @@ const PAGE_ROWS: usize = 8 * 1024;
 
 /// Long texts whose minimum and maximum skip nothing (no filter compares them as a whole, and a
 /// file's span of them is everything): computing them cost a comparison per value.
-const UNSKIPPABLE_COLUMNS: [&str; 4] = ["uuid", "properties", "person_properties", "elements_chain"];
+const UNSKIPPABLE_COLUMNS: [&str; 4] =
+    ["uuid", "properties", "person_properties", "elements_chain"];
 
 /// How every writer of the events tables encodes Parquet.
 pub fn writer_properties() -> WriterProperties {

@@ -483,7 +483,11 @@ mod tests {
                 None,
             );
             for (index, key) in keys.iter().enumerate() {
-                assert_eq!(values[index], property(&[Some(text)], key)[0], "{text} {key}");
+                assert_eq!(
+                    values[index],
+                    property(&[Some(text)], key)[0],
+                    "{text} {key}"
+                );
             }
         }
     }
