@@ -268,13 +268,18 @@ impl KeyProbe {
     }
 }
 
+/// Bytes a property value takes, as first guessed.
+const VALUE_BYTES: usize = 16;
+
 fn text_values(kind: Kind, input: &StringArray, steps: &[Step]) -> ArrayRef {
     let missing = if kind == Kind::Property {
         None
     } else {
         Some("")
     };
-    let mut builder = StringBuilder::with_capacity(input.len(), input.value_data().len() / 4);
+    // Room for a short value per row: sized from the documents instead (a quarter of them), the
+    // buffer was mostly unused, and fresh pages for it cost more than growing a small one.
+    let mut builder = StringBuilder::with_capacity(input.len(), input.len() * VALUE_BYTES);
     let probe = KeyProbe::new(steps);
     for row in 0..input.len() {
         if input.is_null(row) {
