@@ -64,39 +64,61 @@ struct HogqlFunction {
 }
 
 /// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
-pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
-    [
-        ("hogql_prop", Kind::Property),
-        ("hogql_json_string", Kind::JsonString),
-        ("hogql_json_int", Kind::JsonInt),
-        ("hogql_json_float", Kind::JsonFloat),
-        ("hogql_json_bool", Kind::JsonBool),
-        ("hogql_json_raw", Kind::JsonRaw),
-        ("hogql_json_has", Kind::JsonHas),
-        ("hogql_json_length", Kind::JsonLength),
-        ("hogql_json_keys", Kind::JsonKeys),
-        ("hogql_date_diff", Kind::DateDiff),
-        ("hogql_length", Kind::Length),
-        ("hogql_to_date", Kind::ToDate),
-        ("hogql_to_datetime", Kind::ToDateTime),
-        ("hogql_to_int", Kind::ToInt),
-        ("hogql_to_float", Kind::ToFloat),
-        ("hogql_uniq_hash", Kind::UniqHash),
-        ("hogql_start_of_week", Kind::StartOfWeek),
-        ("hogql_interval", Kind::Interval),
-        ("hogql_date_add", Kind::DateAdd),
-        ("hogql_date_sub", Kind::DateSub),
-    ]
-    .into_iter()
-    .map(|(name, kind)| {
-        ScalarUDF::new_from_impl(HogqlFunction {
-            name,
-            kind,
-            signature: Signature::variadic_any(Volatility::Immutable),
-            zone: zone.name(),
-        })
+/// Every UDF's name and what it computes.
+const FUNCTIONS: [(&str, Kind); 20] = [
+    ("hogql_prop", Kind::Property),
+    ("hogql_json_string", Kind::JsonString),
+    ("hogql_json_int", Kind::JsonInt),
+    ("hogql_json_float", Kind::JsonFloat),
+    ("hogql_json_bool", Kind::JsonBool),
+    ("hogql_json_raw", Kind::JsonRaw),
+    ("hogql_json_has", Kind::JsonHas),
+    ("hogql_json_length", Kind::JsonLength),
+    ("hogql_json_keys", Kind::JsonKeys),
+    ("hogql_date_diff", Kind::DateDiff),
+    ("hogql_length", Kind::Length),
+    ("hogql_to_date", Kind::ToDate),
+    ("hogql_to_datetime", Kind::ToDateTime),
+    ("hogql_to_int", Kind::ToInt),
+    ("hogql_to_float", Kind::ToFloat),
+    ("hogql_uniq_hash", Kind::UniqHash),
+    ("hogql_start_of_week", Kind::StartOfWeek),
+    ("hogql_interval", Kind::Interval),
+    ("hogql_date_add", Kind::DateAdd),
+    ("hogql_date_sub", Kind::DateSub),
+];
+
+/// Whether the function named `name` reads JSON text (properties and `JSONExtract*`-likes).
+pub fn reads_json(name: &str) -> bool {
+    FUNCTIONS.iter().any(|(function, kind)| {
+        *function == name
+            && matches!(
+                kind,
+                Kind::Property
+                    | Kind::JsonString
+                    | Kind::JsonInt
+                    | Kind::JsonFloat
+                    | Kind::JsonBool
+                    | Kind::JsonRaw
+                    | Kind::JsonHas
+                    | Kind::JsonLength
+                    | Kind::JsonKeys
+            )
     })
-    .collect()
+}
+
+pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
+    FUNCTIONS
+        .into_iter()
+        .map(|(name, kind)| {
+            ScalarUDF::new_from_impl(HogqlFunction {
+                name,
+                kind,
+                signature: Signature::variadic_any(Volatility::Immutable),
+                zone: zone.name(),
+            })
+        })
+        .collect()
 }
 
 impl HogqlFunction {
