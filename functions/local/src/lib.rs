@@ -1,6 +1,7 @@
 //! The `analytics` binary: every route family in one process, the embedded committer, admin, bench.
 
 pub mod admin;
+pub mod allocator;
 pub mod bench;
 pub mod cli;
 pub mod import;

@@ -4,5 +4,6 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    local::allocator::start_with_options();
     local::cli::main()
 }
