@@ -53,6 +53,35 @@ enum Kind {
     DateSub,
 }
 
+impl Kind {
+    /// Reads JSON text: properties and the `JSONExtract*`-likes. Exhaustive, so a new kind has
+    /// to say whether a query using it pays for parsing JSON.
+    fn reads_json(self) -> bool {
+        match self {
+            Kind::Property
+            | Kind::JsonString
+            | Kind::JsonInt
+            | Kind::JsonFloat
+            | Kind::JsonBool
+            | Kind::JsonRaw
+            | Kind::JsonHas
+            | Kind::JsonLength
+            | Kind::JsonKeys => true,
+            Kind::DateDiff
+            | Kind::Length
+            | Kind::ToDate
+            | Kind::ToDateTime
+            | Kind::ToInt
+            | Kind::ToFloat
+            | Kind::UniqHash
+            | Kind::StartOfWeek
+            | Kind::Interval
+            | Kind::DateAdd
+            | Kind::DateSub => false,
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct HogqlFunction {
     name: &'static str,
@@ -63,7 +92,6 @@ struct HogqlFunction {
     zone: &'static str,
 }
 
-/// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
 /// Every UDF's name and what it computes.
 const FUNCTIONS: [(&str, Kind); 20] = [
     ("hogql_prop", Kind::Property),
@@ -90,23 +118,12 @@ const FUNCTIONS: [(&str, Kind); 20] = [
 
 /// Whether the function named `name` reads JSON text (properties and `JSONExtract*`-likes).
 pub fn reads_json(name: &str) -> bool {
-    FUNCTIONS.iter().any(|(function, kind)| {
-        *function == name
-            && matches!(
-                kind,
-                Kind::Property
-                    | Kind::JsonString
-                    | Kind::JsonInt
-                    | Kind::JsonFloat
-                    | Kind::JsonBool
-                    | Kind::JsonRaw
-                    | Kind::JsonHas
-                    | Kind::JsonLength
-                    | Kind::JsonKeys
-            )
-    })
+    FUNCTIONS
+        .iter()
+        .any(|(function, kind)| *function == name && kind.reads_json())
 }
 
+/// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
 pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
     FUNCTIONS
         .into_iter()
