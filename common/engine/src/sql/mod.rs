@@ -3,6 +3,7 @@
 
 mod aliases;
 mod date_trunc;
+mod dense_groups;
 mod event_names;
 mod functions;
 mod funnel;
@@ -291,6 +292,7 @@ pub async fn open_session(
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups))
         .build();
     let ctx = SessionContext::new_with_state(session_state);
     // Our UDFs read naive date-time text in the project's time zone.
