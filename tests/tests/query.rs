@@ -373,3 +373,74 @@ async fn events_of_a_merged_person_count_as_the_person_they_joined() {
         assert_eq!(body["results"], json!([[5]]), "{name} {body}");
     }
 }
+
+/// `timestamp >= today() - interval N day` and `timestamp < yesterday()` read the `date`
+/// partitions instead of every timestamp: the same rows, down to the millisecond around
+/// midnight.
+#[tokio::test]
+async fn day_bounds_keep_the_rows_around_midnight() {
+    use chrono::{Days, Duration, SecondsFormat, Utc};
+    for world in World::all().await {
+        let name = world.name();
+        let team = world.bootstrap.project.id;
+        let today = Utc::now().date_naive();
+        let midnight = |days_ago: u64| {
+            (today - Days::new(days_ago))
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+                .and_utc()
+        };
+        let times: Vec<_> = (0..4)
+            .flat_map(|days_ago| {
+                let at = midnight(days_ago);
+                [
+                    at - Duration::milliseconds(1),
+                    at,
+                    at + Duration::milliseconds(1),
+                ]
+            })
+            .collect();
+        let events = times
+            .iter()
+            .enumerate()
+            .map(|(i, at)| {
+                json!({"event": "e", "distinct_id": format!("d{i}"),
+                       "timestamp": at.to_rfc3339_opts(SecondsFormat::Millis, true)})
+            })
+            .collect();
+        capture_events(&world, &world.bootstrap.project.api_token.clone(), events).await;
+        commit(&world, team).await;
+        let count = |keep: &dyn Fn(&chrono::DateTime<Utc>) -> bool| {
+            times.iter().filter(|at| keep(at)).count()
+        };
+        let cases: [(&str, usize); 5] = [
+            ("timestamp >= today()", count(&|at| *at >= midnight(0))),
+            (
+                "timestamp >= today() - interval 2 day",
+                count(&|at| *at >= midnight(2)),
+            ),
+            ("e.timestamp < yesterday()", count(&|at| *at < midnight(1))),
+            (
+                "yesterday() <= e.timestamp and e.timestamp < today()",
+                count(&|at| *at >= midnight(1) && *at < midnight(0)),
+            ),
+            (
+                "timestamp >= today() - interval '1 week' and timestamp > today() - interval 2 day",
+                count(&|at| *at > midnight(2)),
+            ),
+        ];
+        for (filter, expected) in cases {
+            let body = sql(
+                &world,
+                team,
+                &format!("select count() from events e where {filter}"),
+            )
+            .await;
+            if Utc::now().date_naive() != today {
+                // Midnight passed while the test ran: `today()` is another day now.
+                return;
+            }
+            assert_eq!(body["results"], json!([[expected]]), "{name} {filter}");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 mod aliases;
 mod date_trunc;
+mod day_bounds;
 mod dense_groups;
 mod event_names;
 mod functions;
@@ -470,12 +471,14 @@ impl Session {
         Ok((physical, planned, batches))
     }
 
-    /// The statement DataFusion runs: the prepared one, reading shredded columns where it can.
+    /// The statement DataFusion runs: the prepared one, reading shredded columns where it can and
+    /// bounding time by the `date` partitions where that is exact.
     fn statement(&self, prepared: &Prepared) -> Statement {
         match &prepared.statement {
-            Statement::Query(query) if !self.coverage.is_empty() => {
+            Statement::Query(query) => {
                 let mut query = query.clone();
                 shredded::apply(&mut query, &self.coverage);
+                day_bounds::apply(&mut query, self.zone == chrono_tz::UTC);
                 Statement::Query(query)
             }
             other => other.clone(),

@@ -46,7 +46,7 @@ pub fn apply(query: &mut Query, coverage: &Coverage) {
 }
 
 /// Whether a CTE is named `events` (then `events` in FROM is not the table).
-fn shadows_events(query: &Query) -> bool {
+pub(super) fn shadows_events(query: &Query) -> bool {
     struct Names(bool);
     impl Visitor for Names {
         type Break = ();
@@ -67,7 +67,7 @@ fn shadows_events(query: &Query) -> bool {
 
 /// How a SELECT's FROM lets its expressions name the events table.
 #[derive(Debug, Clone, Default)]
-struct Scope {
+pub(super) struct Scope {
     /// Names (aliases, or `events`) the events table goes by in this FROM.
     qualifiers: Vec<String>,
     /// Events is the only relation: an unqualified column is its own.
@@ -77,7 +77,7 @@ struct Scope {
 }
 
 impl Scope {
-    fn of(select: &Select) -> Option<Self> {
+    pub(super) fn of(select: &Select) -> Option<Self> {
         let mut relations = 0;
         let mut qualifiers = Vec::new();
         let mut visit = |factor: &TableFactor| {
@@ -108,7 +108,7 @@ impl Scope {
 
     /// The qualifier to write the events table's columns with, when `column` (a JSON column
     /// reference) is the events table's.
-    fn resolve(&self, column: &Expr, name: &str) -> Option<Option<String>> {
+    pub(super) fn resolve(&self, column: &Expr, name: &str) -> Option<Option<String>> {
         match column {
             Expr::Identifier(ident) if ident.value == name && self.unqualified => Some(None),
             Expr::CompoundIdentifier(parts) => match parts.as_slice() {
@@ -233,33 +233,44 @@ impl Pass<'_> {
 
     /// `*` and `events.*` do not show the shredded columns.
     fn hide_columns(&self, select: &mut Select, scope: &Scope) {
-        let hidden: Vec<ObjectName> = self
-            .coverage
-            .columns()
-            .map(|column| ObjectName::from(vec![Ident::with_quote('"', column)]))
-            .collect();
-        let exclude = |options: &mut WildcardAdditionalOptions| {
-            let mut names = match options.opt_exclude.take() {
-                Some(ExcludeSelectItem::Single(name)) => vec![name],
-                Some(ExcludeSelectItem::Multiple(names)) => names,
-                None => Vec::new(),
-            };
-            names.extend(hidden.iter().cloned());
-            options.opt_exclude = Some(ExcludeSelectItem::Multiple(names));
+        hide_from_wildcards(select, scope, self.coverage.columns());
+    }
+}
+
+/// `*` and `events.*` (the events table's own wildcards in `select`) leave out `hidden`.
+pub(super) fn hide_from_wildcards<'h>(
+    select: &mut Select,
+    scope: &Scope,
+    hidden: impl IntoIterator<Item = &'h str>,
+) {
+    let hidden: Vec<ObjectName> = hidden
+        .into_iter()
+        .map(|column| ObjectName::from(vec![Ident::with_quote('"', column)]))
+        .collect();
+    if hidden.is_empty() {
+        return;
+    }
+    let exclude = |options: &mut WildcardAdditionalOptions| {
+        let mut names = match options.opt_exclude.take() {
+            Some(ExcludeSelectItem::Single(name)) => vec![name],
+            Some(ExcludeSelectItem::Multiple(names)) => names,
+            None => Vec::new(),
         };
-        for item in &mut select.projection {
-            match item {
-                SelectItem::Wildcard(options) => exclude(options),
-                SelectItem::QualifiedWildcard(
-                    SelectItemQualifiedWildcardKind::ObjectName(name),
-                    options,
-                ) if matches!(name.0.as_slice(), [ObjectNamePart::Identifier(table)]
-                    if scope.qualifiers.contains(&table.value)) =>
-                {
-                    exclude(options)
-                }
-                _ => {}
+        names.extend(hidden.iter().cloned());
+        options.opt_exclude = Some(ExcludeSelectItem::Multiple(names));
+    };
+    for item in &mut select.projection {
+        match item {
+            SelectItem::Wildcard(options) => exclude(options),
+            SelectItem::QualifiedWildcard(
+                SelectItemQualifiedWildcardKind::ObjectName(name),
+                options,
+            ) if matches!(name.0.as_slice(), [ObjectNamePart::Identifier(table)]
+                if scope.qualifiers.contains(&table.value)) =>
+            {
+                exclude(options)
             }
+            _ => {}
         }
     }
 }
@@ -285,7 +296,7 @@ impl<'a> Exprs<'a> {
     }
 }
 
-fn unnest(expr: &Expr) -> &Expr {
+pub(super) fn unnest(expr: &Expr) -> &Expr {
     match expr {
         Expr::Nested(inner) => unnest(inner),
         other => other,
@@ -293,7 +304,7 @@ fn unnest(expr: &Expr) -> &Expr {
 }
 
 /// `name(args...)` when `expr` is a plain call of `name`.
-fn call_args<'e>(expr: &'e Expr, name: &str) -> Option<Vec<&'e Expr>> {
+pub(super) fn call_args<'e>(expr: &'e Expr, name: &str) -> Option<Vec<&'e Expr>> {
     let Expr::Function(function) = expr else {
         return None;
     };
@@ -318,7 +329,7 @@ fn call_args<'e>(expr: &'e Expr, name: &str) -> Option<Vec<&'e Expr>> {
         .collect()
 }
 
-fn column(qualifier: &Option<String>, name: &str) -> Expr {
+pub(super) fn column(qualifier: &Option<String>, name: &str) -> Expr {
     let name = Ident::with_quote('"', name);
     match qualifier {
         Some(table) => Expr::CompoundIdentifier(vec![Ident::new(table), name]),

@@ -167,6 +167,8 @@ async fn register_events(
         person_id,
         column("person_properties"),
         lit(team_id).alias("team_id"),
+        // Read only by the day-bound rewrite, and hidden from `*` there.
+        column("date").alias(super::day_bounds::DAY_COLUMN),
     ];
     // Read only by the shredded-property rewrite, and hidden from `*` there.
     projection.extend(coverage.columns().map(column));
