@@ -46,6 +46,9 @@ const QUERIES: &[&str] = &[
     "select person.properties.email as email, count() from events group by email order by email",
     "select * from events order by timestamp, uuid limit 3",
     "select events.* from events order by timestamp, uuid limit 2",
+    // A nested SELECT the rewrite leaves on the JSON (its unnamed column) still hides the
+    // view's own columns from `*`.
+    "select * from (select *, properties.plan from events) order by timestamp, uuid limit 2",
     "select (select count() from events where properties.plan = 'free'), count() from events \
        where properties.$browser = 'Chrome'",
     "select properties.$browser, count() from events where event = 'view' group by 1 \

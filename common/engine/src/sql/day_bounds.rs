@@ -7,69 +7,27 @@
 //! (a count over the last week reads no column at all). Only in UTC projects: elsewhere a date's
 //! arithmetic could land off a UTC midnight.
 
-use std::ops::ControlFlow;
-
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, DateTimeField, Expr, Interval, Query, Select, SetExpr, TableFactor, Value,
-    VisitMut, VisitorMut,
+    BinaryOperator, DateTimeField, Expr, Interval, Query, TableFactor, Value,
 };
 
-use super::shredded::{Scope, call_args, column, hide_from_wildcards, shadows_events, unnest};
+use super::shredded::{Scope, call_args, column, each_events_select, unnest};
 
 const TIMESTAMP: &str = "timestamp";
 /// The events view's name for the table's `date` partition column, hidden from `*`.
 pub const DAY_COLUMN: &str = "__date";
 
-/// Hides [`DAY_COLUMN`] from the wildcards over events and, when `bound` (UTC projects),
-/// rewrites the day-aligned time bounds of SELECTs over the events table alone.
-pub fn apply(query: &mut Query, bound: bool) {
-    if shadows_events(query) {
-        return;
-    }
-    let _ = VisitMut::visit(query, &mut Selects { bound });
-}
-
-struct Selects {
-    bound: bool,
-}
-
-impl Selects {
-    fn body(&self, body: &mut SetExpr) {
-        match body {
-            SetExpr::Select(select) => self.select(select),
-            SetExpr::SetOperation { left, right, .. } => {
-                self.body(left);
-                self.body(right);
-            }
-            // Nested queries are visited on their own.
-            _ => {}
-        }
-    }
-
-    fn select(&self, select: &mut Select) {
-        let Some(scope) = Scope::of(select) else {
-            return;
-        };
-        hide_from_wildcards(select, &scope, [DAY_COLUMN]);
+/// Rewrites the day-aligned time bounds of `query`'s SELECTs over the events table alone (for
+/// UTC projects only: see above).
+pub fn apply(query: &mut Query) {
+    each_events_select(query, |select, scope| {
         let single_table = select.from.len() == 1
             && select.from[0].joins.is_empty()
             && matches!(select.from[0].relation, TableFactor::Table { .. });
-        if self.bound
-            && single_table
-            && let Some(selection) = &mut select.selection
-        {
-            rewrite_conjuncts(selection, &scope);
+        if single_table && let Some(selection) = &mut select.selection {
+            rewrite_conjuncts(selection, scope);
         }
-    }
-}
-
-impl VisitorMut for Selects {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        self.body(&mut query.body);
-        ControlFlow::Continue(())
-    }
+    });
 }
 
 fn rewrite_conjuncts(expr: &mut Expr, scope: &Scope) {
@@ -212,7 +170,8 @@ mod tests {
         let datafusion::sql::sqlparser::ast::Statement::Query(query) = &mut statements[0] else {
             panic!("not a query");
         };
-        apply(query, true);
+        apply(query);
+        super::super::shredded::hide_columns(query, [DAY_COLUMN]);
         query.to_string()
     }
 

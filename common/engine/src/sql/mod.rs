@@ -478,7 +478,11 @@ impl Session {
             Statement::Query(query) => {
                 let mut query = query.clone();
                 shredded::apply(&mut query, &self.coverage);
-                day_bounds::apply(&mut query, self.zone == chrono_tz::UTC);
+                if self.zone == chrono_tz::UTC {
+                    day_bounds::apply(&mut query);
+                }
+                let hidden = self.coverage.columns().chain([day_bounds::DAY_COLUMN]);
+                shredded::hide_columns(&mut query, hidden);
                 Statement::Query(query)
             }
             other => other.clone(),

@@ -46,7 +46,7 @@ pub fn apply(query: &mut Query, coverage: &Coverage) {
 }
 
 /// Whether a CTE is named `events` (then `events` in FROM is not the table).
-pub(super) fn shadows_events(query: &Query) -> bool {
+fn shadows_events(query: &Query) -> bool {
     struct Names(bool);
     impl Visitor for Names {
         type Break = ();
@@ -150,9 +150,6 @@ impl Pass<'_> {
             SetExpr::Select(select) => {
                 let scope = Scope::of(select)
                     .filter(|scope| named || !self.renames_a_column(select, scope));
-                if let Some(scope) = &scope {
-                    self.hide_columns(select, scope);
-                }
                 let _ = select.visit(&mut Exprs::new(self, scope.as_ref()));
                 scope.map(|mut scope| {
                     scope.grouped_by_code = self.group_by_code(select, &scope);
@@ -230,26 +227,56 @@ impl Pass<'_> {
         }
         true
     }
-
-    /// `*` and `events.*` do not show the shredded columns.
-    fn hide_columns(&self, select: &mut Select, scope: &Scope) {
-        hide_from_wildcards(select, scope, self.coverage.columns());
-    }
 }
 
-/// `*` and `events.*` (the events table's own wildcards in `select`) leave out `hidden`.
-pub(super) fn hide_from_wildcards<'h>(
-    select: &mut Select,
-    scope: &Scope,
-    hidden: impl IntoIterator<Item = &'h str>,
-) {
+/// `*` and `events.*` over the events table leave out `hidden` (the view's columns for the
+/// rewrites alone: shredded columns, the day partition), in every SELECT of `query`.
+pub fn hide_columns<'h>(query: &mut Query, hidden: impl IntoIterator<Item = &'h str>) {
     let hidden: Vec<ObjectName> = hidden
         .into_iter()
         .map(|column| ObjectName::from(vec![Ident::with_quote('"', column)]))
         .collect();
-    if hidden.is_empty() {
-        return;
+    if !hidden.is_empty() {
+        each_events_select(query, |select, scope| {
+            hide_from_wildcards(select, scope, &hidden)
+        });
     }
+}
+
+/// Calls `f` on every SELECT of `query` (nested ones included) that reads the events table,
+/// unless a CTE named `events` shadows it.
+pub(super) fn each_events_select(query: &mut Query, f: impl FnMut(&mut Select, &Scope)) {
+    struct Selects<F>(F);
+    impl<F: FnMut(&mut Select, &Scope)> Selects<F> {
+        fn body(&mut self, body: &mut SetExpr) {
+            match body {
+                SetExpr::Select(select) => {
+                    if let Some(scope) = Scope::of(select) {
+                        (self.0)(select, &scope);
+                    }
+                }
+                SetExpr::SetOperation { left, right, .. } => {
+                    self.body(left);
+                    self.body(right);
+                }
+                // Nested queries are visited on their own.
+                _ => {}
+            }
+        }
+    }
+    impl<F: FnMut(&mut Select, &Scope)> VisitorMut for Selects<F> {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            self.body(&mut query.body);
+            ControlFlow::Continue(())
+        }
+    }
+    if !shadows_events(query) {
+        let _ = VisitMut::visit(query, &mut Selects(f));
+    }
+}
+
+fn hide_from_wildcards(select: &mut Select, scope: &Scope, hidden: &[ObjectName]) {
     let exclude = |options: &mut WildcardAdditionalOptions| {
         let mut names = match options.opt_exclude.take() {
             Some(ExcludeSelectItem::Single(name)) => vec![name],
