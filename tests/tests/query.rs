@@ -162,6 +162,16 @@ async fn sql_over_captured_events() {
         let body = sql(&world, team, "select dateDiff('day', toDateTime('2026-11-01 23:00:00'), toDateTime('2026-11-02 01:00:00')), if(1 = 1, 'y', 'n'), multiIf(false, 1, true, 2, 3)").await;
         assert_eq!(body["results"], json!([[1, "y", 2]]), "{name} {body}");
 
+        let body = sql(&world, team, "select bitAnd(12, 10), bitOr(12, 10), bitShiftLeft(1, 5), bitShiftRight(32, 2), bitTest(5, 2), bitTest(5, 1)").await;
+        assert_eq!(
+            body["results"],
+            json!([[8, 14, 32, 8, 1, 0]]),
+            "{name} {body}"
+        );
+
+        let body = sql(&world, team, "select groupBitOr(bitShiftLeft(1, x)), groupBitAnd(x + 8), groupBitXor(x) from (select arrayJoin(range(4)) as x)").await;
+        assert_eq!(body["results"], json!([[15, 8, 0]]), "{name} {body}");
+
         let body = sql(
             &world,
             team,

@@ -458,31 +458,146 @@ fn interval_index(column: &str, period: Period, first: DateTime<Utc>, ctx: &Cont
     }
 }
 
-/// One query: per actor and interval, whether they did the target / returning event; each
-/// cohort row joined with the same actor's later returning intervals within the lookahead.
-/// Rows: `(start_interval_index, intervals_from_base, actors)`. Every `(actor, cohort,
-/// interval)` triple occurs once, so `count()` counts distinct actors.
+/// Interval indexes an actor's bitmask holds (bit 63 is the sign bit).
+const MASK_INTERVALS: usize = 63;
+
+/// One query. Rows: `(start_interval_index, intervals_from_base, actors)`, each actor counted
+/// once per cell (cumulative: once per cohort, at the last interval it returned in).
+///
+/// Recurring cohorts over at most [`MASK_INTERVALS`] intervals aggregate the events once, into
+/// one row per actor with a bitmask of the intervals it started in and one of those it returned
+/// in; the cells are then tested bit by bit. First-time cohorts (and longer ranges) join each
+/// cohort with the same actor's later intervals, which reads the events twice.
 fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> String {
     let first = starts.cohorts.first().copied().unwrap_or(starts.end);
+    let intervals = starts.cohorts.len();
+    let relations = if !settings.first_time && intervals <= MASK_INTERVALS {
+        masked_pairs(settings, first, starts, ctx)
+    } else {
+        joined_pairs(settings, first, starts, ctx)
+    };
+    let select = if settings.cumulative {
+        "SELECT start_interval_index, intervals_from_base, count() AS actors FROM (\n\
+         SELECT actor_id, start_interval_index, max(intervals_from_base) AS intervals_from_base \
+         FROM pairs GROUP BY actor_id, start_interval_index)\n\
+         GROUP BY start_interval_index, intervals_from_base"
+    } else {
+        "SELECT start_interval_index, intervals_from_base, count() AS actors FROM pairs\n\
+         GROUP BY start_interval_index, intervals_from_base"
+    };
+    format!("WITH\n{relations}\n{select}\nLIMIT {MAX_CELLS}")
+}
+
+/// The events of the range that can start or continue a cohort.
+fn activity_filter(settings: &Settings, first: DateTime<Utc>, starts: &IntervalStarts) -> String {
     let from = date_range::sql_datetime(first);
     let to = date_range::sql_datetime(starts.end);
     let Settings {
         target,
         returning,
         filters,
-        lookahead,
+        ..
+    } = settings;
+    format!(
+        "timestamp >= {from} AND timestamp < {to} AND (({target}) OR ({returning})) AND ({filters})"
+    )
+}
+
+/// Per actor and interval, whether they did the target event, and the returning one at least
+/// `minimum_occurrences` times.
+fn actor_intervals(
+    settings: &Settings,
+    first: DateTime<Utc>,
+    starts: &IntervalStarts,
+    ctx: &Context,
+) -> String {
+    let index = interval_index("timestamp", settings.period, first, ctx);
+    let Settings {
+        target,
+        returning,
         minimum_occurrences,
         ..
     } = settings;
-    let activity_index = interval_index("timestamp", settings.period, first, ctx);
-    let activity = format!(
+    let filter = activity_filter(settings, first, starts);
+    format!(
         "actor_intervals AS (\n\
-         SELECT person_id AS actor_id, {activity_index} AS interval_index, \
+         SELECT person_id AS actor_id, {index} AS interval_index, \
          countIf({target}) > 0 AS started, countIf({returning}) >= {minimum_occurrences} AS returned\n\
          FROM events\n\
-         WHERE timestamp >= {from} AND timestamp < {to} AND (({target}) OR ({returning})) AND ({filters})\n\
+         WHERE {filter}\n\
          GROUP BY actor_id, interval_index)"
-    );
+    )
+}
+
+/// `pairs (actor_id, start_interval_index, intervals_from_base)` from one bitmask row per actor:
+/// cohort `c` when bit `c` of `started` is set, offset `k` when `k` is 0 or bit `c + k` of
+/// `returned` is.
+fn masked_pairs(
+    settings: &Settings,
+    first: DateTime<Utc>,
+    starts: &IntervalStarts,
+    ctx: &Context,
+) -> String {
+    let bit = |index: &str| format!("bitShiftLeft(1, {index})");
+    let actors = if settings.minimum_occurrences == 1 {
+        // A returning event is one occurrence: the masks come straight from the events.
+        let index = interval_index("timestamp", settings.period, first, ctx);
+        let Settings {
+            target, returning, ..
+        } = settings;
+        format!(
+            "actors AS (\n\
+             SELECT person_id AS actor_id, \
+             groupBitOr(if({target}, {started}, 0)) AS started, \
+             groupBitOr(if({returning}, {started}, 0)) AS returned\n\
+             FROM events\n\
+             WHERE {filter}\n\
+             GROUP BY actor_id)",
+            started = bit(&index),
+            filter = activity_filter(settings, first, starts),
+        )
+    } else {
+        format!(
+            "{intervals},\n\
+             actors AS (\n\
+             SELECT actor_id, groupBitOr(if(started, {bit}, 0)) AS started, \
+             groupBitOr(if(returned, {bit}, 0)) AS returned\n\
+             FROM actor_intervals GROUP BY actor_id)",
+            intervals = actor_intervals(settings, first, starts, ctx),
+            bit = bit("interval_index"),
+        )
+    };
+    let intervals = starts.cohorts.len();
+    let lookahead = settings.lookahead;
+    format!(
+        "{actors},\n\
+         pairs AS (\n\
+         SELECT actors.actor_id AS actor_id, cohort_grid.cohort AS start_interval_index, \
+         offset_grid.k AS intervals_from_base\n\
+         FROM actors, (SELECT arrayJoin(range({intervals})) AS cohort) AS cohort_grid, \
+         (SELECT arrayJoin(range({lookahead})) AS k) AS offset_grid\n\
+         WHERE actors.actor_id IS NOT NULL AND bitTest(actors.started, cohort_grid.cohort) = 1 \
+         AND cohort_grid.cohort + offset_grid.k < {intervals} \
+         AND (offset_grid.k = 0 OR bitTest(actors.returned, cohort_grid.cohort + offset_grid.k) = 1))"
+    )
+}
+
+/// `pairs` from each cohort row joined with the same actor's later returning intervals within
+/// the lookahead.
+fn joined_pairs(
+    settings: &Settings,
+    first: DateTime<Utc>,
+    starts: &IntervalStarts,
+    ctx: &Context,
+) -> String {
+    let from = date_range::sql_datetime(first);
+    let to = date_range::sql_datetime(starts.end);
+    let Settings {
+        target,
+        filters,
+        lookahead,
+        ..
+    } = settings;
     let cohorts = if settings.first_time {
         // The first target event ever (no date bound) decides the only cohort.
         let first_index = interval_index("first_seen", settings.period, first, ctx);
@@ -497,31 +612,18 @@ fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> S
         "cohorts AS (SELECT actor_id, interval_index FROM actor_intervals WHERE started)"
             .to_string()
     };
-    let pairs = format!(
-        "FROM cohorts JOIN actor_intervals AS later ON cohorts.actor_id = later.actor_id\n\
+    format!(
+        "{intervals},\n\
+         {cohorts},\n\
+         pairs AS (\n\
+         SELECT cohorts.actor_id AS actor_id, cohorts.interval_index AS start_interval_index, \
+         later.interval_index - cohorts.interval_index AS intervals_from_base\n\
+         FROM cohorts JOIN actor_intervals AS later ON cohorts.actor_id = later.actor_id\n\
          WHERE later.interval_index >= cohorts.interval_index \
          AND later.interval_index < cohorts.interval_index + {lookahead} \
-         AND (later.returned OR later.interval_index = cohorts.interval_index)"
-    );
-    let select = if settings.cumulative {
-        // Each actor counts once per cohort, at the last interval they returned in.
-        format!(
-            "SELECT start_interval_index, intervals_from_base, count() AS actors FROM (\n\
-             SELECT cohorts.actor_id AS actor_id, cohorts.interval_index AS start_interval_index, \
-             max(later.interval_index - cohorts.interval_index) AS intervals_from_base\n\
-             {pairs}\n\
-             GROUP BY cohorts.actor_id, cohorts.interval_index)\n\
-             GROUP BY start_interval_index, intervals_from_base"
-        )
-    } else {
-        format!(
-            "SELECT cohorts.interval_index AS start_interval_index, \
-             later.interval_index - cohorts.interval_index AS intervals_from_base, count() AS actors\n\
-             {pairs}\n\
-             GROUP BY start_interval_index, intervals_from_base"
-        )
-    };
-    format!("WITH\n{activity},\n{cohorts}\n{select}\nLIMIT {MAX_CELLS}")
+         AND (later.returned OR later.interval_index = cohorts.interval_index))",
+        intervals = actor_intervals(settings, first, starts, ctx),
+    )
 }
 
 fn integer_cell(value: &Value) -> Option<i64> {

@@ -97,6 +97,9 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             ),
         ),
         ("sum", agg(1, 1, Rename("sum"))),
+        ("groupBitOr", agg(1, 1, Rename("bit_or"))),
+        ("groupBitAnd", agg(1, 1, Rename("bit_and"))),
+        ("groupBitXor", agg(1, 1, Rename("bit_xor"))),
         ("avg", agg(1, 1, Rename("avg"))),
         ("min", agg(1, 1, Rename("min"))),
         ("max", agg(1, 1, Rename("max"))),
@@ -623,6 +626,12 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 ]),
             ),
         ),
+        // Bits of integers.
+        ("bitAnd", meta(2, 2, Template(&[(2, "($0 & $1)")]))),
+        ("bitOr", meta(2, 2, Template(&[(2, "($0 | $1)")]))),
+        ("bitShiftLeft", meta(2, 2, Template(&[(2, "($0 << $1)")]))),
+        ("bitShiftRight", meta(2, 2, Template(&[(2, "($0 >> $1)")]))),
+        ("bitTest", meta(2, 2, Template(&[(2, "(($0 >> $1) & 1)")]))),
         // Maths.
         ("round", meta(1, 2, Rename("round"))),
         ("floor", meta(1, 1, Rename("floor"))),
