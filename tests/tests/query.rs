@@ -169,6 +169,14 @@ async fn sql_over_captured_events() {
             "{name} {body}"
         );
 
+        // Shifts past the width give 0 (as in ClickHouse), not a wrapped count.
+        let body = sql(&world, team, "select bitShiftLeft(1, 64), bitShiftRight(-8, 70), bitShiftLeft(1, -1), bitTest(1, 64), bitTest(6, 63)").await;
+        assert_eq!(
+            body["results"],
+            json!([[0, 0, null, null, 0]]),
+            "{name} {body}"
+        );
+
         let body = sql(&world, team, "select groupBitOr(bitShiftLeft(1, x)), groupBitAnd(x + 8), groupBitXor(x) from (select arrayJoin(range(4)) as x)").await;
         assert_eq!(body["results"], json!([[15, 8, 0]]), "{name} {body}");
 

@@ -548,12 +548,12 @@ fn masked_pairs(
         format!(
             "actors AS (\n\
              SELECT person_id AS actor_id, \
-             groupBitOr(if({target}, {started}, 0)) AS started, \
-             groupBitOr(if({returning}, {started}, 0)) AS returned\n\
+             groupBitOr(if({target}, {interval_bit}, 0)) AS started, \
+             groupBitOr(if({returning}, {interval_bit}, 0)) AS returned\n\
              FROM events\n\
              WHERE {filter}\n\
              GROUP BY actor_id)",
-            started = bit(&index),
+            interval_bit = bit(&index),
             filter = activity_filter(settings, first, starts),
         )
     } else {

@@ -626,12 +626,40 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 ]),
             ),
         ),
-        // Bits of integers.
+        // Bits of integers. Arrow's shifts wrap the count (1 << 65 is 2); ClickHouse's give 0
+        // past the width, and a negative count or bit position has no answer (NULL here).
         ("bitAnd", meta(2, 2, Template(&[(2, "($0 & $1)")]))),
         ("bitOr", meta(2, 2, Template(&[(2, "($0 | $1)")]))),
-        ("bitShiftLeft", meta(2, 2, Template(&[(2, "($0 << $1)")]))),
-        ("bitShiftRight", meta(2, 2, Template(&[(2, "($0 >> $1)")]))),
-        ("bitTest", meta(2, 2, Template(&[(2, "(($0 >> $1) & 1)")]))),
+        (
+            "bitShiftLeft",
+            meta(
+                2,
+                2,
+                Template(&[(
+                    2,
+                    "CASE WHEN $1 >= 0 AND $1 < 64 THEN $0 << $1 WHEN $1 >= 64 THEN 0 END",
+                )]),
+            ),
+        ),
+        (
+            "bitShiftRight",
+            meta(
+                2,
+                2,
+                Template(&[(
+                    2,
+                    "CASE WHEN $1 >= 0 AND $1 < 64 THEN $0 >> $1 WHEN $1 >= 64 THEN 0 END",
+                )]),
+            ),
+        ),
+        (
+            "bitTest",
+            meta(
+                2,
+                2,
+                Template(&[(2, "CASE WHEN $1 >= 0 AND $1 < 64 THEN ($0 >> $1) & 1 END")]),
+            ),
+        ),
         // Maths.
         ("round", meta(1, 2, Rename("round"))),
         ("floor", meta(1, 1, Rename("floor"))),
