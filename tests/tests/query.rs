@@ -261,6 +261,16 @@ async fn bad_queries_are_400s_in_the_error_shape() {
                 "Unresolved placeholder",
             ),
             ("select 1; select 2", "hogql_syntax_error", ""),
+            (
+                "select bitAnd(1.5, 2)",
+                "hogql_query_error",
+                "bitAnd takes integers, not Float64",
+            ),
+            (
+                "select bitShiftLeft(1, toFloat(2))",
+                "hogql_query_error",
+                "bitShiftLeft takes integers",
+            ),
         ] {
             let (status, body) = query(
                 &world,

@@ -21,7 +21,7 @@ use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{
     AggregateExec, AggregateMode, aggregate_expressions, evaluate_many,
@@ -175,6 +175,25 @@ struct Groups {
     accumulators: Vec<Box<dyn GroupsAccumulator>>,
     /// Each row's group, for the batch being added.
     indices: Vec<usize>,
+    /// Rows per group, when every aggregate counts rows (`count()`, `count(1)`): a run of one
+    /// key is counted at once, with no group per row and no accumulator. On "count events by
+    /// name" the accumulator's per-row update was a third of the aggregation.
+    rows: Option<Vec<i64>>,
+}
+
+/// Whether every aggregate counts rows: `count` of a constant that is not NULL, unfiltered.
+fn counts_rows(aggregate: &AggregateExec) -> bool {
+    aggregate.filter_expr().iter().all(Option::is_none)
+        && aggregate.aggr_expr().iter().all(|expr| {
+            expr.fun().name() == "count"
+                && !expr.is_distinct()
+                && matches!(
+                    &expr.expressions()[..],
+                    [argument] if argument
+                        .downcast_ref::<Literal>()
+                        .is_some_and(|literal| !literal.value().is_null())
+                )
+        })
 }
 
 impl Groups {
@@ -193,6 +212,7 @@ impl Groups {
                 .map(|expr| expr.create_groups_accumulator())
                 .collect::<Result<_>>()?,
             indices: Vec::new(),
+            rows: counts_rows(aggregate).then(Vec::new),
         })
     }
 
@@ -208,8 +228,14 @@ impl Groups {
             reservation.try_resize(self.size())?;
         }
         let mut columns: Vec<ArrayRef> = vec![Arc::new(self.keys.finish())];
-        for accumulator in &mut self.accumulators {
-            columns.extend(accumulator.state(EmitTo::All)?);
+        if let Some(rows) = self.rows.take() {
+            // A count's partial state is its Int64 count.
+            let counts: ArrayRef = Arc::new(Int64Array::from(rows));
+            columns.extend(self.accumulators.iter().map(|_| counts.clone()));
+        } else {
+            for accumulator in &mut self.accumulators {
+                columns.extend(accumulator.state(EmitTo::All)?);
+            }
         }
         Ok(RecordBatch::try_new(schema, columns)?)
     }
@@ -220,6 +246,10 @@ impl Groups {
         let Some(keys) = keys.as_primitive_opt::<Int64Type>() else {
             return internal_err!("event codes are not Int64");
         };
+        if let Some(rows) = &mut self.rows {
+            self.keys.count(keys, rows);
+            return Ok(());
+        }
         self.keys.intern(keys, &mut self.indices);
         let arguments = evaluate_many(&self.arguments, batch)?;
         for ((accumulator, values), filter) in self
@@ -241,6 +271,10 @@ impl Groups {
     fn size(&self) -> usize {
         self.keys.size()
             + self.indices.capacity() * size_of::<usize>()
+            + self
+                .rows
+                .as_ref()
+                .map_or(0, |rows| rows.capacity() * size_of::<i64>())
             + self
                 .accumulators
                 .iter()
@@ -285,6 +319,30 @@ impl Keys {
                     Some(key) => self.group(key),
                     None => self.null_group(),
                 });
+            }
+        }
+    }
+
+    /// Adds each key's rows to its group's count in `rows`, a run of one key at a time.
+    fn count(&mut self, keys: &Int64Array, rows: &mut Vec<i64>) {
+        let mut add = |keys: &mut Self, group: usize, count: usize| {
+            if group >= rows.len() {
+                rows.resize(keys.len(), 0);
+            }
+            rows[group] += count as i64;
+        };
+        if keys.null_count() == 0 {
+            for run in keys.values().chunk_by(|a, b| a == b) {
+                let group = self.group(run[0]);
+                add(self, group, run.len());
+            }
+        } else {
+            for key in keys {
+                let group = match key {
+                    Some(key) => self.group(key),
+                    None => self.null_group(),
+                };
+                add(self, group, 1);
             }
         }
     }
@@ -411,6 +469,9 @@ mod tests {
             "select event_code, count(*) from t where other % 2 = 0 group by event_code \
              order by 2 desc, 1 limit 3",
             "select event_code, count(*) from t where other < 0 group by event_code",
+            // Counting rows alone takes the run-counting path.
+            "select event_code, count(*) as c, count(1) as one from t group by event_code \
+             order by event_code nulls first",
         ] {
             let (dense, plan) = answer(true, sql).await;
             let (hashed, hashed_plan) = answer(false, sql).await;
@@ -442,6 +503,25 @@ mod tests {
             let (_, plan) = answer(true, sql).await;
             assert!(!plan.contains("DenseGroupsExec"), "{sql}: {plan}");
         }
+    }
+
+    #[test]
+    fn rows_are_counted_by_run_into_the_groups_keys_get() {
+        let mut keys = Keys::default();
+        let mut rows = Vec::new();
+        keys.count(
+            &Int64Array::from(vec![5, 5, 2, 5, 5, 5, 1 << 20]),
+            &mut rows,
+        );
+        keys.count(
+            &Int64Array::from(vec![None, Some(2), None, Some(7)]),
+            &mut rows,
+        );
+        assert_eq!(rows, [5, 2, 1, 2, 1]);
+        assert_eq!(
+            keys.finish(),
+            Int64Array::from(vec![Some(5), Some(2), Some(1 << 20), None, Some(7)])
+        );
     }
 
     #[test]

@@ -626,10 +626,28 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 ]),
             ),
         ),
-        // Bits of integers. Arrow's shifts wrap the count (1 << 65 is 2); ClickHouse's give 0
-        // past the width, and a negative count or bit position has no answer (NULL here).
-        ("bitAnd", meta(2, 2, Template(&[(2, "($0 & $1)")]))),
-        ("bitOr", meta(2, 2, Template(&[(2, "($0 | $1)")]))),
+        // Bits of integers (floats are refused, as ClickHouse does). Arrow's shifts wrap the
+        // count (1 << 65 is 2); ClickHouse's give 0 past the width, and a negative count or bit
+        // position has no answer (NULL here).
+        (
+            "bitAnd",
+            meta(
+                2,
+                2,
+                Template(&[(
+                    2,
+                    "(hogql_integer($0, 'bitAnd') & hogql_integer($1, 'bitAnd'))",
+                )]),
+            ),
+        ),
+        (
+            "bitOr",
+            meta(
+                2,
+                2,
+                Template(&[(2, "(hogql_integer($0, 'bitOr') | hogql_integer($1, 'bitOr'))")]),
+            ),
+        ),
         (
             "bitShiftLeft",
             meta(
@@ -637,7 +655,8 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 2,
                 Template(&[(
                     2,
-                    "CASE WHEN $1 >= 0 AND $1 < 64 THEN $0 << $1 WHEN $1 >= 64 THEN 0 END",
+                    "CASE WHEN hogql_integer($1, 'bitShiftLeft') >= 0 AND $1 < 64 \
+                     THEN hogql_integer($0, 'bitShiftLeft') << $1 WHEN $1 >= 64 THEN 0 END",
                 )]),
             ),
         ),
@@ -648,7 +667,8 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 2,
                 Template(&[(
                     2,
-                    "CASE WHEN $1 >= 0 AND $1 < 64 THEN $0 >> $1 WHEN $1 >= 64 THEN 0 END",
+                    "CASE WHEN hogql_integer($1, 'bitShiftRight') >= 0 AND $1 < 64 \
+                     THEN hogql_integer($0, 'bitShiftRight') >> $1 WHEN $1 >= 64 THEN 0 END",
                 )]),
             ),
         ),
@@ -657,7 +677,11 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             meta(
                 2,
                 2,
-                Template(&[(2, "CASE WHEN $1 >= 0 AND $1 < 64 THEN ($0 >> $1) & 1 END")]),
+                Template(&[(
+                    2,
+                    "CASE WHEN hogql_integer($1, 'bitTest') >= 0 AND $1 < 64 \
+                     THEN (hogql_integer($0, 'bitTest') >> $1) & 1 END",
+                )]),
             ),
         ),
         // Maths.

@@ -10,6 +10,7 @@ mod functions;
 mod funnel;
 pub mod materialize;
 mod parse;
+mod plain_scan;
 pub mod query_log;
 mod results;
 mod rewrite;
@@ -293,6 +294,7 @@ pub async fn open_session(
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(plain_scan::PlainDeltaScans))
         .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups))
         .build();
     let ctx = SessionContext::new_with_state(session_state);

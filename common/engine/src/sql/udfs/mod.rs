@@ -51,6 +51,7 @@ enum Kind {
     Interval,
     DateAdd,
     DateSub,
+    Integer,
 }
 
 impl Kind {
@@ -77,7 +78,8 @@ impl Kind {
             | Kind::StartOfWeek
             | Kind::Interval
             | Kind::DateAdd
-            | Kind::DateSub => false,
+            | Kind::DateSub
+            | Kind::Integer => false,
         }
     }
 }
@@ -93,7 +95,7 @@ struct HogqlFunction {
 }
 
 /// Every UDF's name and what it computes.
-const FUNCTIONS: [(&str, Kind); 20] = [
+const FUNCTIONS: [(&str, Kind); 21] = [
     ("hogql_prop", Kind::Property),
     ("hogql_json_string", Kind::JsonString),
     ("hogql_json_int", Kind::JsonInt),
@@ -114,6 +116,7 @@ const FUNCTIONS: [(&str, Kind); 20] = [
     ("hogql_interval", Kind::Interval),
     ("hogql_date_add", Kind::DateAdd),
     ("hogql_date_sub", Kind::DateSub),
+    ("hogql_integer", Kind::Integer),
 ];
 
 /// Whether the function named `name` reads JSON text (properties and `JSONExtract*`-likes).
@@ -174,6 +177,18 @@ impl HogqlFunction {
             Kind::ToFloat => DataType::Float64,
             Kind::ToDateTime => zoned(self.datetime_zone(scalars)?.name()),
             Kind::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+            // ClickHouse's bit functions refuse floats; DataFusion would truncate them.
+            Kind::Integer => match types.first() {
+                Some(t) if t.is_integer() || *t == DataType::Null => t.clone(),
+                other => {
+                    let function = match scalars.get(1).copied().flatten() {
+                        Some(ScalarValue::Utf8(Some(name))) => name.as_str(),
+                        _ => "this function",
+                    };
+                    let found = other.map_or("nothing".to_owned(), ToString::to_string);
+                    return plan_err!("{function} takes integers, not {found}");
+                }
+            },
             Kind::DateAdd | Kind::DateSub => {
                 let unit = unit_argument(scalars.get(2).copied().flatten(), self.name)?;
                 match types.first() {
@@ -231,6 +246,10 @@ impl ScalarUDFImpl for HogqlFunction {
             .args
             .iter()
             .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        if self.kind == Kind::Integer {
+            // Typing checked the argument; its values pass as they are.
+            return Ok(argument(&args.args, 0, self.name)?.clone());
+        }
         let zone = self.tz();
         let result = match self.kind {
             Kind::Property
@@ -264,6 +283,7 @@ impl ScalarUDFImpl for HogqlFunction {
             Kind::Interval => interval(&args.args, rows)?,
             Kind::DateAdd => date_add(&args.args, rows, zone, 1)?,
             Kind::DateSub => date_add(&args.args, rows, zone, -1)?,
+            Kind::Integer => return exec_err!("{}: typed above", self.name),
         };
         if all_scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
