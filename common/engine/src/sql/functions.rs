@@ -626,9 +626,8 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 ]),
             ),
         ),
-        // Bits of integers (floats are refused, as ClickHouse does). Arrow's shifts wrap the
-        // count (1 << 65 is 2); ClickHouse's give 0 past the width, and a negative count or bit
-        // position has no answer (NULL here).
+        // Bits of integers (floats are refused, as ClickHouse does); shifts and tests in
+        // `udfs::bits`, with ClickHouse's answers for counts past the width.
         (
             "bitAnd",
             meta(
@@ -645,45 +644,15 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             meta(
                 2,
                 2,
-                Template(&[(2, "(hogql_integer($0, 'bitOr') | hogql_integer($1, 'bitOr'))")]),
-            ),
-        ),
-        (
-            "bitShiftLeft",
-            meta(
-                2,
-                2,
                 Template(&[(
                     2,
-                    "CASE WHEN hogql_integer($1, 'bitShiftLeft') >= 0 AND $1 < 64 \
-                     THEN hogql_integer($0, 'bitShiftLeft') << $1 WHEN $1 >= 64 THEN 0 END",
+                    "(hogql_integer($0, 'bitOr') | hogql_integer($1, 'bitOr'))",
                 )]),
             ),
         ),
-        (
-            "bitShiftRight",
-            meta(
-                2,
-                2,
-                Template(&[(
-                    2,
-                    "CASE WHEN hogql_integer($1, 'bitShiftRight') >= 0 AND $1 < 64 \
-                     THEN hogql_integer($0, 'bitShiftRight') >> $1 WHEN $1 >= 64 THEN 0 END",
-                )]),
-            ),
-        ),
-        (
-            "bitTest",
-            meta(
-                2,
-                2,
-                Template(&[(
-                    2,
-                    "CASE WHEN hogql_integer($1, 'bitTest') >= 0 AND $1 < 64 \
-                     THEN (hogql_integer($0, 'bitTest') >> $1) & 1 END",
-                )]),
-            ),
-        ),
+        ("bitShiftLeft", meta(2, 2, Rename("hogql_bit_shift_left"))),
+        ("bitShiftRight", meta(2, 2, Rename("hogql_bit_shift_right"))),
+        ("bitTest", meta(2, 2, Rename("hogql_bit_test"))),
         // Maths.
         ("round", meta(1, 2, Rename("round"))),
         ("floor", meta(1, 1, Rename("floor"))),

@@ -7,6 +7,7 @@
 //! `toStartOfWeek`), `intervals` (`toInterval*`, `dateAdd`/`dateSub`), `casts` (`toInt`,
 //! `toFloat`), `length` and `uniq` (the hash `uniq` counts).
 
+mod bits;
 mod casts;
 mod dates;
 mod intervals;
@@ -22,6 +23,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use bits::{Bits, bits};
 use casts::lenient_cast;
 use dates::{date_diff, start_of_week, to_date, to_datetime};
 use intervals::{date_add, interval, unit_argument};
@@ -52,6 +54,7 @@ enum Kind {
     DateAdd,
     DateSub,
     Integer,
+    Bits(Bits),
 }
 
 impl Kind {
@@ -79,7 +82,8 @@ impl Kind {
             | Kind::Interval
             | Kind::DateAdd
             | Kind::DateSub
-            | Kind::Integer => false,
+            | Kind::Integer
+            | Kind::Bits(_) => false,
         }
     }
 }
@@ -95,7 +99,7 @@ struct HogqlFunction {
 }
 
 /// Every UDF's name and what it computes.
-const FUNCTIONS: [(&str, Kind); 21] = [
+const FUNCTIONS: [(&str, Kind); 24] = [
     ("hogql_prop", Kind::Property),
     ("hogql_json_string", Kind::JsonString),
     ("hogql_json_int", Kind::JsonInt),
@@ -117,6 +121,9 @@ const FUNCTIONS: [(&str, Kind); 21] = [
     ("hogql_date_add", Kind::DateAdd),
     ("hogql_date_sub", Kind::DateSub),
     ("hogql_integer", Kind::Integer),
+    ("hogql_bit_shift_left", Kind::Bits(Bits::ShiftLeft)),
+    ("hogql_bit_shift_right", Kind::Bits(Bits::ShiftRight)),
+    ("hogql_bit_test", Kind::Bits(Bits::Test)),
 ];
 
 /// Whether the function named `name` reads JSON text (properties and `JSONExtract*`-likes).
@@ -178,17 +185,23 @@ impl HogqlFunction {
             Kind::ToDateTime => zoned(self.datetime_zone(scalars)?.name()),
             Kind::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
             // ClickHouse's bit functions refuse floats; DataFusion would truncate them.
-            Kind::Integer => match types.first() {
-                Some(t) if t.is_integer() || *t == DataType::Null => t.clone(),
-                other => {
-                    let function = match scalars.get(1).copied().flatten() {
-                        Some(ScalarValue::Utf8(Some(name))) => name.as_str(),
-                        _ => "this function",
-                    };
-                    let found = other.map_or("nothing".to_owned(), ToString::to_string);
-                    return plan_err!("{function} takes integers, not {found}");
-                }
-            },
+            Kind::Integer => {
+                let function = match scalars.get(1).copied().flatten() {
+                    Some(ScalarValue::Utf8(Some(name))) => name.as_str(),
+                    _ => "this function",
+                };
+                integers(function, &types[..types.len().min(1)])?;
+                types.first().cloned().unwrap_or(DataType::Null)
+            }
+            Kind::Bits(_) => {
+                let function = match self.kind {
+                    Kind::Bits(Bits::ShiftLeft) => "bitShiftLeft",
+                    Kind::Bits(Bits::ShiftRight) => "bitShiftRight",
+                    _ => "bitTest",
+                };
+                integers(function, types)?;
+                DataType::Int64
+            }
             Kind::DateAdd | Kind::DateSub => {
                 let unit = unit_argument(scalars.get(2).copied().flatten(), self.name)?;
                 match types.first() {
@@ -205,6 +218,18 @@ impl HogqlFunction {
                 }
             }
         })
+    }
+}
+
+/// Refuses any type but integers (and NULL) for `function`'s arguments.
+fn integers(function: &str, types: &[DataType]) -> Result<()> {
+    match types
+        .iter()
+        .find(|t| !t.is_integer() && **t != DataType::Null)
+    {
+        Some(found) => plan_err!("{function} takes integers, not {found}"),
+        None if types.is_empty() => plan_err!("{function} takes integers, not nothing"),
+        None => Ok(()),
     }
 }
 
@@ -284,6 +309,7 @@ impl ScalarUDFImpl for HogqlFunction {
             Kind::DateAdd => date_add(&args.args, rows, zone, 1)?,
             Kind::DateSub => date_add(&args.args, rows, zone, -1)?,
             Kind::Integer => return exec_err!("{}: typed above", self.name),
+            Kind::Bits(operation) => bits(operation, &args.args, rows, self.name)?,
         };
         if all_scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
