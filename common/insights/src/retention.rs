@@ -464,17 +464,14 @@ const MASK_INTERVALS: usize = 63;
 /// One query. Rows: `(start_interval_index, intervals_from_base, actors)`, each actor counted
 /// once per cell (cumulative: once per cohort, at the last interval it returned in).
 ///
-/// Over at most [`MASK_INTERVALS`] intervals the events are aggregated once, into one row per
-/// actor with a bitmask of the intervals it started in and one of those it returned in; the
-/// cells are then tested bit by bit. Longer ranges, and first-time cohorts that need several
-/// returning events per interval, join each cohort with the same actor's later intervals, which
-/// reads the events twice.
+/// Recurring cohorts over at most [`MASK_INTERVALS`] intervals aggregate the events once, into
+/// one row per actor with a bitmask of the intervals it started in and one of those it returned
+/// in; the cells are then tested bit by bit. First-time cohorts (and longer ranges) join each
+/// cohort with the same actor's later intervals, which reads the events twice.
 fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> String {
     let first = starts.cohorts.first().copied().unwrap_or(starts.end);
     let intervals = starts.cohorts.len();
-    let masked =
-        intervals <= MASK_INTERVALS && (!settings.first_time || settings.minimum_occurrences == 1);
-    let relations = if masked {
+    let relations = if !settings.first_time && intervals <= MASK_INTERVALS {
         masked_pairs(settings, first, starts, ctx)
     } else {
         joined_pairs(settings, first, starts, ctx)
@@ -542,33 +539,7 @@ fn masked_pairs(
     ctx: &Context,
 ) -> String {
     let bit = |index: &str| format!("bitShiftLeft(1, {index})");
-    let actors = if settings.first_time {
-        // The first target event ever (no date bound) is the only cohort; a returning event is
-        // one occurrence (the caller sends more to the join).
-        let index = interval_index("timestamp", settings.period, first, ctx);
-        let first_index = interval_index("first_seen", settings.period, first, ctx);
-        let from = date_range::sql_datetime(first);
-        let to = date_range::sql_datetime(starts.end);
-        let Settings {
-            target,
-            returning,
-            filters,
-            ..
-        } = settings;
-        let returned = format!("({returning}) AND timestamp >= {from} AND timestamp < {to}");
-        format!(
-            "actors AS (\n\
-             SELECT actor_id, {started} AS started, returned FROM (\n\
-             SELECT person_id AS actor_id, minIf(timestamp, {target}) AS first_seen, \
-             groupBitOr(if({returned}, {interval_bit}, 0)) AS returned\n\
-             FROM events\n\
-             WHERE (({target}) OR ({returned})) AND ({filters})\n\
-             GROUP BY actor_id)\n\
-             WHERE first_seen >= {from} AND first_seen < {to})",
-            started = bit(&first_index),
-            interval_bit = bit(&index),
-        )
-    } else if settings.minimum_occurrences == 1 {
+    let actors = if settings.minimum_occurrences == 1 {
         // A returning event is one occurrence: the masks come straight from the events.
         let index = interval_index("timestamp", settings.period, first, ctx);
         let Settings {
