@@ -325,16 +325,16 @@ impl Keys {
 
     /// Adds each key's rows to its group's count in `rows`, a run of one key at a time.
     fn count(&mut self, keys: &Int64Array, rows: &mut Vec<i64>) {
-        let mut add = |keys: &mut Self, group: usize, count: usize| {
+        // Groups are numbered in order of first sight: a new one is the next index.
+        let mut add = |group: usize, count: usize| {
             if group >= rows.len() {
-                rows.resize(keys.len(), 0);
+                rows.resize(group + 1, 0);
             }
             rows[group] += count as i64;
         };
         if keys.null_count() == 0 {
             for run in keys.values().chunk_by(|a, b| a == b) {
-                let group = self.group(run[0]);
-                add(self, group, run.len());
+                add(self.group(run[0]), run.len());
             }
         } else {
             for key in keys {
@@ -342,7 +342,7 @@ impl Keys {
                     Some(key) => self.group(key),
                     None => self.null_group(),
                 };
-                add(self, group, 1);
+                add(group, 1);
             }
         }
     }

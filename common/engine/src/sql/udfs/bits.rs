@@ -23,6 +23,15 @@ pub(super) enum Bits {
 }
 
 impl Bits {
+    /// The dialect's name for it, for errors.
+    pub(super) fn dialect_name(self) -> &'static str {
+        match self {
+            Bits::ShiftLeft => "bitShiftLeft",
+            Bits::ShiftRight => "bitShiftRight",
+            Bits::Test => "bitTest",
+        }
+    }
+
     fn apply(self, value: i64, count: i64) -> Option<i64> {
         let within = (0..64).contains(&count);
         match self {

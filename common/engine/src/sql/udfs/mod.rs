@@ -193,13 +193,8 @@ impl HogqlFunction {
                 integers(function, &types[..types.len().min(1)])?;
                 types.first().cloned().unwrap_or(DataType::Null)
             }
-            Kind::Bits(_) => {
-                let function = match self.kind {
-                    Kind::Bits(Bits::ShiftLeft) => "bitShiftLeft",
-                    Kind::Bits(Bits::ShiftRight) => "bitShiftRight",
-                    _ => "bitTest",
-                };
-                integers(function, types)?;
+            Kind::Bits(operation) => {
+                integers(operation.dialect_name(), types)?;
                 DataType::Int64
             }
             Kind::DateAdd | Kind::DateSub => {
@@ -271,10 +266,6 @@ impl ScalarUDFImpl for HogqlFunction {
             .args
             .iter()
             .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        if self.kind == Kind::Integer {
-            // Typing checked the argument; its values pass as they are.
-            return Ok(argument(&args.args, 0, self.name)?.clone());
-        }
         let zone = self.tz();
         let result = match self.kind {
             Kind::Property
@@ -308,7 +299,8 @@ impl ScalarUDFImpl for HogqlFunction {
             Kind::Interval => interval(&args.args, rows)?,
             Kind::DateAdd => date_add(&args.args, rows, zone, 1)?,
             Kind::DateSub => date_add(&args.args, rows, zone, -1)?,
-            Kind::Integer => return exec_err!("{}: typed above", self.name),
+            // Typing checked the argument; its values pass as they are.
+            Kind::Integer => return Ok(argument(&args.args, 0, self.name)?.clone()),
             Kind::Bits(operation) => bits(operation, &args.args, rows, self.name)?,
         };
         if all_scalar {
