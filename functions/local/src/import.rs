@@ -67,16 +67,22 @@ struct Chunk {
     bytes: Vec<u8>,
 }
 
-/// Reads `input` into chunks of whole lines (the reader thread).
+/// Reads `input` into chunks of whole lines (the reader thread). Buffers parsers are done with
+/// come back through `spare` and are filled again: fresh ones cost a page fault (and the kernel
+/// clearing the page) per 4 KiB.
 fn read_chunks(
     mut input: impl Read,
     chunk_bytes: usize,
     chunks: sync_channel::SyncSender<Result<Chunk, String>>,
+    spare: &sync_channel::Receiver<Vec<u8>>,
 ) -> Result<(), String> {
     let mut index = 0;
     let mut carry: Vec<u8> = Vec::new();
     loop {
-        let mut buffer = Vec::with_capacity(chunk_bytes + carry.len());
+        let mut buffer = spare.try_recv().unwrap_or_default();
+        buffer.clear();
+        // Room for the last read past `chunk_bytes` too: the buffer never moves.
+        buffer.reserve(chunk_bytes + carry.len() + (1 << 20));
         buffer.append(&mut carry);
         let mut ended = false;
         while buffer.len() < chunk_bytes || memchr::memrchr(b'\n', &buffer).is_none() {
@@ -98,7 +104,8 @@ fn read_chunks(
             }
         }
         if !ended && let Some(end) = memchr::memrchr(b'\n', &buffer) {
-            carry = buffer.split_off(end + 1);
+            carry.extend_from_slice(&buffer[end + 1..]);
+            buffer.truncate(end + 1);
         }
         if !buffer.is_empty() {
             let chunk = Chunk {
@@ -326,7 +333,7 @@ fn general_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> Resul
     Ok(())
 }
 
-fn parse_chunk(chunk: Chunk, now: DateTime<Utc>) -> Parsed {
+fn parse_chunk(chunk: &Chunk, now: DateTime<Utc>) -> Parsed {
     let lines = memchr::memchr_iter(b'\n', &chunk.bytes).count() + 1;
     let mut parsed = Parsed {
         index: chunk.index,
@@ -367,17 +374,19 @@ fn lines_of(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
         })
 }
 
-/// `count` parser threads: chunks in, rows out (in whatever order they finish).
+/// `count` parser threads: chunks in, rows out (in whatever order they finish), buffers back
+/// to the reader through `spare`.
 fn spawn_parsers(
     count: usize,
     chunks: sync_channel::Receiver<Result<Chunk, String>>,
     parsed: mpsc::Sender<Result<Parsed, String>>,
+    spare: sync_channel::SyncSender<Vec<u8>>,
     now: DateTime<Utc>,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let chunks = Arc::new(Mutex::new(chunks));
     (0..count)
         .map(|_| {
-            let (chunks, parsed) = (chunks.clone(), parsed.clone());
+            let (chunks, parsed, spare) = (chunks.clone(), parsed.clone(), spare.clone());
             std::thread::spawn(move || {
                 loop {
                     let next = match chunks.lock() {
@@ -385,7 +394,12 @@ fn spawn_parsers(
                         Err(_) => return,
                     };
                     let Ok(next) = next else { return };
-                    let result = next.map(|chunk| parse_chunk(chunk, now));
+                    let result = next.map(|chunk| {
+                        let rows = parse_chunk(&chunk, now);
+                        // A full pool (or a reader that is done) lets the buffer go.
+                        let _ = spare.try_send(chunk.bytes);
+                        rows
+                    });
                     if parsed.blocking_send(result).is_err() {
                         return;
                     }
@@ -454,12 +468,14 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
     let (chunk_sender, chunks) = sync_channel::sync_channel(parsers);
     // Room for a resolve's worth of parsed chunks: parsers keep going while persons resolve.
     let (parsed_sender, mut parsed) = mpsc::channel(parsers * 4);
+    // Every buffer in flight can come back: those queued, and one per parser.
+    let (spare_sender, spare) = sync_channel::sync_channel(parsers * 2 + 1);
     let reader = std::thread::spawn(move || {
-        if let Err(error) = read_chunks(input, CHUNK_BYTES, chunk_sender.clone()) {
+        if let Err(error) = read_chunks(input, CHUNK_BYTES, chunk_sender.clone(), &spare) {
             let _ = chunk_sender.send(Err(error));
         }
     });
-    let workers = spawn_parsers(parsers, chunks, parsed_sender, Utc::now());
+    let workers = spawn_parsers(parsers, chunks, parsed_sender, spare_sender, Utc::now());
 
     // Chunks finish out of order; rows go to the importer in file order.
     let mut waiting: BTreeMap<usize, Parsed> = BTreeMap::new();
@@ -671,7 +687,12 @@ mod tests {
             .collect();
         let input = format!("{input}last line without newline");
         let (sender, receiver) = sync_channel::sync_channel(1024);
-        read_chunks(input.as_bytes(), 100, sender).unwrap();
+        let (spare_sender, spare) = sync_channel::sync_channel(4);
+        for _ in 0..4 {
+            // Recycled buffers come with old bytes and any capacity.
+            spare_sender.send(vec![b'x'; 7]).unwrap();
+        }
+        read_chunks(input.as_bytes(), 100, sender, &spare).unwrap();
         let chunks: Vec<Chunk> = receiver.iter().map(Result::unwrap).collect();
         assert!(chunks.len() > 100);
         for (index, chunk) in chunks.iter().enumerate() {
@@ -684,7 +705,7 @@ mod tests {
         assert_eq!(joined, input.as_bytes());
         let lines: u64 = chunks
             .into_iter()
-            .map(|chunk| parse_chunk(chunk, now()).lines)
+            .map(|chunk| parse_chunk(&chunk, now()).lines)
             .sum();
         assert_eq!(lines, 1001);
     }

@@ -119,13 +119,19 @@ impl KeyCounts {
     }
 
     /// Keys present in at least `min_share` of the sampled rows, most frequent first, each with
-    /// the type all its sampled values fit (else text).
+    /// the type all its sampled values fit (else text). Properties the table keeps in columns of
+    /// their own are left to the slow query log: only a query of `properties.$session_id`
+    /// itself is worth the second copy.
     pub fn candidates(&self, min_share: f64) -> Vec<(Source, String, ColumnType)> {
         let floor = (self.sampled as f64 * min_share).max(1.0);
         let mut frequent: Vec<(&(Source, String), &Kinds)> = self
             .keys
             .iter()
             .filter(|(_, kinds)| kinds.present as f64 >= floor)
+            .filter(|((source, key), _)| {
+                !(*source == Source::Properties
+                    && crate::lake::PROPERTIES_WITH_COLUMNS.contains(&key.as_str()))
+            })
             .collect();
         frequent.sort_by(|a, b| b.1.present.cmp(&a.1.present).then(a.0.1.cmp(&b.0.1)));
         frequent
@@ -143,5 +149,49 @@ impl KeyCounts {
                 (*source, key.clone(), column_type)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use deltalake_core::arrow::array::StringArray;
+    use deltalake_core::arrow::datatypes::{Field, Schema};
+
+    use super::*;
+
+    #[test]
+    fn properties_with_columns_of_their_own_are_no_candidates() {
+        let properties = StringArray::from(vec![
+            r#"{"$session_id": "s1", "$browser": "Firefox", "n": 1}"#,
+            r#"{"$session_id": "s2", "$browser": "Safari", "n": 2}"#,
+        ]);
+        let person_properties = StringArray::from(vec![r#"{"$session_id": "p"}"#; 2]);
+        let schema = Schema::new(vec![
+            Field::new("properties", DataType::Utf8, false),
+            Field::new("person_properties", DataType::Utf8, false),
+        ]);
+        let batch = RecordBatch::try_new(
+            Arc::new(schema),
+            vec![Arc::new(properties), Arc::new(person_properties)],
+        )
+        .unwrap();
+        let mut counts = KeyCounts::default();
+        counts.observe(&batch);
+        let candidates: Vec<(Source, String)> = counts
+            .candidates(0.5)
+            .into_iter()
+            .map(|(source, key, _)| (source, key))
+            .collect();
+        assert_eq!(
+            candidates,
+            vec![
+                (Source::Properties, "$browser".to_owned()),
+                // A person property of that name has no column of its own.
+                (Source::PersonProperties, "$session_id".to_owned()),
+                (Source::Properties, "n".to_owned()),
+            ]
+        );
     }
 }

@@ -51,8 +51,8 @@ pub struct Shredder {
     schema: SchemaRef,
     /// Slots of typed keys some batch's values did not fit: the writer demotes them to text.
     misfits: AtomicI64,
-    /// Event name → code.
-    codes: HashMap<String, i64>,
+    /// Event name → code (looked up for every row: foldhash).
+    codes: foldhash::HashMap<String, i64>,
     /// Names some batch had without a code: the writer codes them for the next writes.
     uncoded: Mutex<HashSet<String>>,
 }
