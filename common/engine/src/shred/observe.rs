@@ -79,16 +79,13 @@ impl KeyCounts {
                 if text.is_null(row) {
                     continue;
                 }
-                let mut record = |key: &str, peek: Peek, raw: Option<&str>| {
-                    self.count(source, key, peek, raw.unwrap_or(""));
+                let document = text.value(row);
+                let mut record = |key: &str, peek: Peek, raw: std::ops::Range<usize>| {
+                    self.count(source, key, peek, document.get(raw).unwrap_or(""));
                 };
-                property_values(
-                    text.value(row),
-                    &mut wanted,
-                    &mut [],
-                    |_, _| {},
-                    Some(&mut record),
-                );
+                // A document that stops parsing is counted as far as it went.
+                let _ =
+                    property_values(document, &mut wanted, &mut [], |_, _| {}, Some(&mut record));
             }
         }
         self.sampled += rows.div_ceil(step) as u64;
