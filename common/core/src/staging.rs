@@ -86,11 +86,7 @@ impl<'a> PropertiesProbe<'a> {
 
 /// A JSON string's text (borrowed unless it has escapes); `None` for any other value.
 pub fn json_text(raw: &RawValue) -> Option<Cow<'_, str>> {
-    json_text_of(raw.get())
-}
-
-/// [`json_text`] of a JSON value's text.
-pub fn json_text_of(json: &str) -> Option<Cow<'_, str>> {
+    let json = raw.get();
     let inner = json.strip_prefix('"')?.strip_suffix('"')?;
     if inner.contains('\\') {
         serde_json::from_str::<String>(json).ok().map(Cow::Owned)

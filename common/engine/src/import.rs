@@ -227,12 +227,6 @@ impl Importer {
             .collect()
     }
 
-    /// The properties keys the encoders shred, once they run: rows that carry their values
-    /// (see [`crate::shred::extract`]) spare the encoders a walk over each row's properties.
-    pub fn property_keys(&self) -> Option<Arc<[String]>> {
-        self.encoders.first().map(|e| e.shredder.property_keys())
-    }
-
     /// Rows accepted so far.
     pub fn rows(&self) -> u64 {
         self.report.rows

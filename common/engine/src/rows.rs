@@ -11,7 +11,6 @@ use deltalake_core::arrow::array::{
     Array, ArrayRef, Date32Builder, StringArray, StringBuilder, TimestampMicrosecondArray,
     TimestampMicrosecondBuilder,
 };
-use deltalake_core::arrow::datatypes::{DataType, Field, FieldRef, Schema};
 use deltalake_core::arrow::record_batch::RecordBatch;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -20,7 +19,6 @@ use crate::committer::CommitError;
 use crate::group_types::SeenGroupTypes;
 use crate::lake;
 use crate::persons::{self, Persons};
-use crate::shred::extract::{ExtractedColumns, Extraction};
 
 /// Rows per Arrow batch at most.
 const ROWS_PER_BATCH: usize = 65_536;
@@ -52,16 +50,13 @@ struct Columns {
     session_id: StringBuilder,
     elements_chain: StringBuilder,
     date: Date32Builder,
-    /// The shredded keys' values, where the parser read them (see [`crate::shred::extract`]).
-    extracted: Option<ExtractedColumns>,
     len: usize,
     bytes: usize,
 }
 
 impl Columns {
-    /// Room for `rows` rows and `text` bytes of properties: growing a builder copies it. With
-    /// `keys`, the rows' values of those keys are kept too.
-    fn with_capacity(rows: usize, text: usize, keys: Option<&Arc<[String]>>) -> Self {
+    /// Room for `rows` rows and `text` bytes of properties: growing a builder copies it.
+    fn with_capacity(rows: usize, text: usize) -> Self {
         let utc = || TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC");
         let strings =
             |bytes_per_row: usize| StringBuilder::with_capacity(rows, rows * bytes_per_row);
@@ -75,7 +70,6 @@ impl Columns {
             session_id: strings(36),
             elements_chain: strings(0),
             date: Date32Builder::with_capacity(rows),
-            extracted: keys.map(|keys| ExtractedColumns::new(keys.clone(), rows)),
             len: 0,
             bytes: 0,
         }
@@ -113,7 +107,6 @@ impl Columns {
             session_id: self.session_id.finish(),
             elements_chain: self.elements_chain.finish(),
             date: Arc::new(self.date.finish()),
-            extracted: self.extracted.map(ExtractedColumns::finish),
         }
     }
 }
@@ -128,7 +121,6 @@ struct Finished {
     session_id: StringArray,
     elements_chain: StringArray,
     date: ArrayRef,
-    extracted: Option<Vec<(String, StringArray)>>,
 }
 
 fn micros(value: i64) -> DateTime<Utc> {
@@ -151,8 +143,6 @@ pub struct ParsedRows {
     bytes: usize,
     /// Group type names the events name, for the project's mapping.
     group_types: SeenGroupTypes,
-    /// Keys whose values the rows carry (see [`ParsedRows::extract`]).
-    extraction_keys: Option<Arc<[String]>>,
 }
 
 impl ParsedRows {
@@ -165,18 +155,11 @@ impl ParsedRows {
         rows
     }
 
-    /// Rows expected to number about `rows`, with about `text` bytes of properties; with
-    /// `keys`, each row carries its values of those keys to the encoders, which then need not
-    /// read them from the text (see [`crate::shred::extract`]).
-    pub fn with_capacity(rows: usize, text: usize, keys: Option<Arc<[String]>>) -> Self {
+    /// Rows expected to number about `rows`, with about `text` bytes of properties.
+    pub fn with_capacity(rows: usize, text: usize) -> Self {
         let rows = rows.min(ROWS_PER_BATCH);
         Self {
-            current: Some(Columns::with_capacity(
-                rows,
-                text.min(BYTES_PER_BATCH),
-                keys.as_ref(),
-            )),
-            extraction_keys: keys,
+            current: Some(Columns::with_capacity(rows, text.min(BYTES_PER_BATCH))),
             ..Self::default()
         }
     }
@@ -200,29 +183,11 @@ impl ParsedRows {
 
     /// An event that changes no person: no join and no property update.
     pub fn push(&mut self, fields: &EventFields) {
-        self.push_row(fields, None);
-    }
-
-    /// [`ParsedRows::push`] of an event whose properties `extraction` has just read.
-    pub fn push_extracted(&mut self, fields: &EventFields, extraction: &Extraction) {
-        self.push_row(fields, Some(extraction));
-    }
-
-    fn push_row(&mut self, fields: &EventFields, extraction: Option<&Extraction>) {
-        let keys = self.extraction_keys.as_ref();
         let columns = self
             .current
-            .get_or_insert_with(|| Columns::with_capacity(1024, 0, keys));
+            .get_or_insert_with(|| Columns::with_capacity(1024, 0));
         let before = columns.bytes;
         columns.push(fields);
-        if let Some(extracted) = &mut columns.extracted {
-            match extraction {
-                Some(read) if Arc::ptr_eq(read.keys(), extracted.keys()) => {
-                    extracted.push(read.row());
-                }
-                _ => extracted.push_text(fields.properties),
-            }
-        }
         self.group_types.observe(fields.event, fields.properties);
         self.len += 1;
         self.bytes += columns.bytes - before;
@@ -370,7 +335,7 @@ impl ParsedRows {
                 snapshots.append_value(&*resolved.properties);
                 row += 1;
             }
-            let mut arrays: Vec<ArrayRef> = vec![
+            let arrays: Vec<ArrayRef> = vec![
                 Arc::new(columns.uuid),
                 Arc::new(columns.event),
                 Arc::new(columns.distinct_id),
@@ -383,19 +348,7 @@ impl ParsedRows {
                 Arc::new(columns.elements_chain),
                 columns.date,
             ];
-            let schema = match columns.extracted {
-                None => lake::arrow_schema(),
-                Some(extracted) => {
-                    let mut fields: Vec<FieldRef> =
-                        lake::arrow_schema().fields().iter().cloned().collect();
-                    for (name, values) in extracted {
-                        fields.push(Arc::new(Field::new(name, DataType::Utf8, true)));
-                        arrays.push(Arc::new(values));
-                    }
-                    Arc::new(Schema::new(fields))
-                }
-            };
-            batches.push(RecordBatch::try_new(schema, arrays)?);
+            batches.push(RecordBatch::try_new(lake::arrow_schema(), arrays)?);
         }
         // Person updates are written before the rows that carry them are committed.
         persons.flush().await?;
@@ -429,7 +382,7 @@ mod tests {
             event("a", json!({}), 0),
             event("a", json!({"$set": {"plan": "pro"}}), 1),
         ]);
-        rows.append(ParsedRows::with_capacity(0, 0, None));
+        rows.append(ParsedRows::with_capacity(0, 0));
         rows.append(ParsedRows::from_staged([
             event("a", json!({}), 2),
             event("b", json!({"$set": {"plan": "free"}}), 3),

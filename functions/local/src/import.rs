@@ -19,7 +19,6 @@ use common::AppState;
 use common::models::Project;
 use common::staging::PropertiesProbe;
 use engine::rows::{EventFields, ParsedRows};
-use engine::shred::extract::Extraction;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -247,13 +246,7 @@ fn clickhouse_time(text: &[u8]) -> Option<DateTime<Utc>> {
 
 /// The common line: nothing for persons to apply, every field present and valid. Adds it and
 /// says `true`; anything else is left to [`general_line`], which also names what is wrong.
-/// With an `extraction`, the one walk that checks the properties also reads the shredded keys.
-fn fast_line(
-    line: &[u8],
-    now: DateTime<Utc>,
-    rows: &mut ParsedRows,
-    mut extraction: Option<&mut Extraction>,
-) -> bool {
+fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
     let Some(parsed) = ExportLine::read(line) else {
         return false;
     };
@@ -292,20 +285,14 @@ fn fast_line(
     };
     let elements_chain = parsed.elements_chain;
     let properties = parsed.properties.unwrap_or(Cow::Borrowed("{}"));
-    let (session_id, updates_person) = match extraction.as_deref_mut() {
-        Some(extraction) => match extraction.read(&properties) {
-            Some(read) => (read.session_id, read.updates_person),
-            None => return false,
-        },
-        None => match PropertiesProbe::read(&properties) {
-            Ok(probe) => (probe.session_id(), probe.updates_person()),
-            Err(_) => return false,
-        },
+    let Ok(probe) = PropertiesProbe::read(&properties) else {
+        return false;
     };
-    if updates_person {
+    if probe.updates_person() {
         return false;
     }
-    let fields = EventFields {
+    let session_id = probe.session_id();
+    rows.push(&EventFields {
         uuid,
         event: &event,
         distinct_id: &distinct_id,
@@ -314,11 +301,7 @@ fn fast_line(
         timestamp,
         created_at: now,
         elements_chain: elements_chain.as_deref(),
-    };
-    match extraction {
-        Some(extraction) => rows.push_extracted(&fields, extraction),
-        None => rows.push(&fields),
-    }
+    });
     true
 }
 
@@ -350,24 +333,18 @@ fn general_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> Resul
     Ok(())
 }
 
-/// The chunk's rows; with `keys`, each carries its values of those keys.
-fn parse_chunk(chunk: &Chunk, now: DateTime<Utc>, keys: Option<Arc<[String]>>) -> Parsed {
+fn parse_chunk(chunk: &Chunk, now: DateTime<Utc>) -> Parsed {
     let lines = memchr::memchr_iter(b'\n', &chunk.bytes).count() + 1;
-    // Without keys the probe's own reading is quicker than the walk.
-    let keys = keys.filter(|keys| !keys.is_empty());
-    let mut extraction = keys.clone().map(Extraction::new);
     let mut parsed = Parsed {
         index: chunk.index,
-        rows: ParsedRows::with_capacity(lines, chunk.bytes.len(), keys),
+        rows: ParsedRows::with_capacity(lines, chunk.bytes.len()),
         lines: 0,
         rejected: Vec::new(),
         rejected_count: 0,
     };
     for line in lines_of(&chunk.bytes) {
         parsed.lines += 1;
-        if line.trim_ascii().is_empty()
-            || fast_line(line, now, &mut parsed.rows, extraction.as_mut())
-        {
+        if line.trim_ascii().is_empty() || fast_line(line, now, &mut parsed.rows) {
             continue;
         }
         if let Err(reason) = general_line(line, now, &mut parsed.rows) {
@@ -397,10 +374,6 @@ fn lines_of(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
         })
 }
 
-/// The properties keys the importer's encoders shred, once it has encoders: the parsers
-/// extract their values (see [`engine::shred::extract`]).
-type SharedKeys = Arc<Mutex<Option<Arc<[String]>>>>;
-
 /// `count` parser threads: chunks in, rows out (in whatever order they finish), buffers back
 /// to the reader through `spare`.
 fn spawn_parsers(
@@ -408,14 +381,12 @@ fn spawn_parsers(
     chunks: sync_channel::Receiver<Result<Chunk, String>>,
     parsed: mpsc::Sender<Result<Parsed, String>>,
     spare: sync_channel::SyncSender<Vec<u8>>,
-    keys: &SharedKeys,
     now: DateTime<Utc>,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let chunks = Arc::new(Mutex::new(chunks));
     (0..count)
         .map(|_| {
             let (chunks, parsed, spare) = (chunks.clone(), parsed.clone(), spare.clone());
-            let keys = keys.clone();
             std::thread::spawn(move || {
                 loop {
                     let next = match chunks.lock() {
@@ -424,8 +395,7 @@ fn spawn_parsers(
                     };
                     let Ok(next) = next else { return };
                     let result = next.map(|chunk| {
-                        let keys = keys.lock().ok().and_then(|keys| keys.clone());
-                        let rows = parse_chunk(&chunk, now, keys);
+                        let rows = parse_chunk(&chunk, now);
                         // A full pool (or a reader that is done) lets the buffer go.
                         let _ = spare.try_send(chunk.bytes);
                         rows
@@ -505,15 +475,7 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
             let _ = chunk_sender.send(Err(error));
         }
     });
-    let keys = SharedKeys::default();
-    let workers = spawn_parsers(
-        parsers,
-        chunks,
-        parsed_sender,
-        spare_sender,
-        &keys,
-        Utc::now(),
-    );
+    let workers = spawn_parsers(parsers, chunks, parsed_sender, spare_sender, Utc::now());
 
     // Chunks finish out of order; rows go to the importer in file order.
     let mut waiting: BTreeMap<usize, Parsed> = BTreeMap::new();
@@ -531,9 +493,6 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
             skipped += chunk.rejected_count - chunk.rejected.len() as u64;
             lines_before += chunk.lines;
             importer.push(chunk.rows).await?;
-            if let Ok(mut shared) = keys.lock() {
-                *shared = importer.property_keys();
-            }
             next += 1;
             bar.set_position(read.load(Ordering::Relaxed));
             bar.set_message(format!("{} events", importer.rows()));
@@ -568,7 +527,6 @@ mod tests {
     use deltalake_core::arrow::array::{Array, StringArray};
     use deltalake_core::arrow::record_batch::RecordBatch;
     use engine::persons::Persons;
-    use engine::shred::extract::ExtractedColumns;
 
     use super::*;
 
@@ -602,48 +560,12 @@ mod tests {
             // No timestamp, no properties, null elements chain.
             r#"{"uuid": "0192f0a1-7c3e-7b2a-9d41-3f5e6a7b8c9f", "event": "e", "distinct_id": "d3", "elements_chain": null}"#,
         ];
-        // Read with the shredded keys' values in the same walk, and without.
-        let keys: Arc<[String]> = ["$current_url", "n", "$session_id", "nested", "absent"]
-            .map(str::to_owned)
-            .into();
-        for keys in [None, Some(keys)] {
-            let mut extraction = keys.clone().map(Extraction::new);
-            let (mut fast, mut general) = (
-                ParsedRows::with_capacity(0, 0, keys.clone()),
-                ParsedRows::with_capacity(0, 0, keys.clone()),
-            );
-            for line in lines {
-                assert!(
-                    fast_line(line.as_bytes(), now(), &mut fast, extraction.as_mut()),
-                    "{line}"
-                );
-                general_line(line.as_bytes(), now(), &mut general).unwrap();
-            }
-            let (fast, general) = (resolved(fast).await, resolved(general).await);
-            assert_eq!(fast.schema(), general.schema());
-            assert_same_rows(&fast, &general);
-            if let Some(keys) = keys {
-                assert_extracted_from_own_text(&fast, &keys);
-                assert_extracted_from_own_text(&general, &keys);
-            }
+        let (mut fast, mut general) = (ParsedRows::default(), ParsedRows::default());
+        for line in lines {
+            assert!(fast_line(line.as_bytes(), now(), &mut fast), "{line}");
+            general_line(line.as_bytes(), now(), &mut general).unwrap();
         }
-    }
-
-    /// The values a batch carries are those its own properties give (the general path writes
-    /// the properties again, so a nested value's text may differ from the fast path's).
-    fn assert_extracted_from_own_text(batch: &RecordBatch, keys: &Arc<[String]>) {
-        let mut expected = ExtractedColumns::new(keys.clone(), 0);
-        for text in text_column(batch, "properties") {
-            expected.push_text(&text.unwrap());
-        }
-        for (name, values) in expected.finish() {
-            let carried = batch.column_by_name(&name).unwrap();
-            assert_eq!(carried.to_data(), values.to_data(), "{name}");
-        }
-    }
-
-    /// Every column of two batches written from the same lines says the same.
-    fn assert_same_rows(fast: &RecordBatch, general: &RecordBatch) {
+        let (fast, general) = (resolved(fast).await, resolved(general).await);
         for column in [
             "uuid",
             "event",
@@ -654,8 +576,8 @@ mod tests {
             "elements_chain",
         ] {
             assert_eq!(
-                text_column(fast, column),
-                text_column(general, column),
+                text_column(&fast, column),
+                text_column(&general, column),
                 "{column}"
             );
         }
@@ -672,9 +594,9 @@ mod tests {
                 .map(|text| serde_json::from_str(&text.unwrap()).unwrap())
                 .collect()
         };
-        assert_eq!(json(fast), json(general));
+        assert_eq!(json(&fast), json(&general));
         assert_eq!(
-            text_column(fast, "elements_chain")[0].as_deref(),
+            text_column(&fast, "elements_chain")[0].as_deref(),
             Some("button:attr__class=\"btn\"")
         );
     }
@@ -733,17 +655,10 @@ mod tests {
             r#"{"event": " ", "distinct_id": "d"}"#,
             r#"[{"event": "e", "distinct_id": "d"}]"#,
         ];
-        let keys: Arc<[String]> = ["a", "alias"].map(str::to_owned).into();
         for line in lines {
-            for keys in [None, Some(keys.clone())] {
-                let mut extraction = keys.clone().map(Extraction::new);
-                let mut rows = ParsedRows::with_capacity(0, 0, keys);
-                assert!(
-                    !fast_line(line.as_bytes(), now(), &mut rows, extraction.as_mut()),
-                    "{line}"
-                );
-                assert!(rows.is_empty());
-            }
+            let mut rows = ParsedRows::default();
+            assert!(!fast_line(line.as_bytes(), now(), &mut rows), "{line}");
+            assert!(rows.is_empty());
         }
     }
 
@@ -790,7 +705,7 @@ mod tests {
         assert_eq!(joined, input.as_bytes());
         let lines: u64 = chunks
             .into_iter()
-            .map(|chunk| parse_chunk(&chunk, now(), None).lines)
+            .map(|chunk| parse_chunk(&chunk, now()).lines)
             .sum();
         assert_eq!(lines, 1001);
     }

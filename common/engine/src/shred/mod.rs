@@ -7,14 +7,12 @@
 //! - [`registry`]: the project's shredded keys (Store);
 //! - [`observe`]: key frequencies at ingestion, and [`slow_queries`]: keys slow queries read,
 //!   which fill the registry;
-//! - [`write`]: the columns every writer adds to its batches, and [`extract`]: their values read
-//!   where the importer parses the properties anyway;
+//! - [`write`]: the columns every writer adds to its batches;
 //! - [`coverage`]: which keys the files of a snapshot hold;
 //! - [`backfill`]: rewriting files that lack active keys.
 
 pub mod backfill;
 pub mod coverage;
-pub mod extract;
 pub mod observe;
 pub mod registry;
 pub mod slow_queries;

@@ -79,13 +79,16 @@ impl KeyCounts {
                 if text.is_null(row) {
                     continue;
                 }
-                let document = text.value(row);
-                let mut record = |key: &str, peek: Peek, raw: std::ops::Range<usize>| {
-                    self.count(source, key, peek, document.get(raw).unwrap_or(""));
+                let mut record = |key: &str, peek: Peek, raw: Option<&str>| {
+                    self.count(source, key, peek, raw.unwrap_or(""));
                 };
-                // A document that stops parsing is counted as far as it went.
-                let _ =
-                    property_values(document, &mut wanted, &mut [], |_, _| {}, Some(&mut record));
+                property_values(
+                    text.value(row),
+                    &mut wanted,
+                    &mut [],
+                    |_, _| {},
+                    Some(&mut record),
+                );
             }
         }
         self.sampled += rows.div_ceil(step) as u64;

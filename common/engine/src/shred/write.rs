@@ -16,7 +16,6 @@ use deltalake_core::arrow::compute::{CastOptions, cast, cast_with_options};
 use deltalake_core::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use deltalake_core::arrow::error::ArrowError;
 
-use super::extract::extracted_column;
 use super::registry::{ColumnType, Registry, Source};
 use crate::lake;
 use crate::sql::udfs::json::{WantedKeys, property_values};
@@ -112,15 +111,6 @@ impl Shredder {
         }
     }
 
-    /// The properties keys it fills: what an importer's parsers can extract ahead of it.
-    pub fn property_keys(&self) -> Arc<[String]> {
-        self.planned
-            .iter()
-            .filter(|p| p.source == Source::Properties)
-            .map(|p| p.key.clone())
-            .collect()
-    }
-
     /// Event names some batch had without a code.
     pub fn uncoded(&self) -> Vec<String> {
         self.uncoded
@@ -185,7 +175,8 @@ impl Shredder {
             if keys.is_empty() {
                 continue;
             }
-            for (planned, strings) in keys.iter().zip(values_of(batch, source, &keys)?) {
+            let text = text_column(batch, source.column())?;
+            for (planned, strings) in keys.iter().zip(extract(&text, &keys)) {
                 let (array, complete) = typed(strings, planned.column_type)?;
                 if complete {
                     mask |= 1 << planned.slot;
@@ -229,45 +220,6 @@ fn text_column(batch: &RecordBatch, name: &str) -> Result<StringArray, ArrowErro
     Ok(cast(column, &DataType::Utf8)?.as_string::<i32>().clone())
 }
 
-/// Each key's `hogql_prop` value for every row: the values the parser extracted where the batch
-/// carries them, the others read from the text in one walk per row.
-fn values_of(
-    batch: &RecordBatch,
-    source: Source,
-    keys: &[&Planned],
-) -> Result<Vec<StringArray>, ArrowError> {
-    let given: Vec<Option<StringArray>> = keys
-        .iter()
-        .map(|planned| {
-            let column = match source {
-                Source::Properties => batch.column_by_name(&extracted_column(&planned.key)),
-                _ => None,
-            };
-            column.and_then(|c| c.as_string_opt::<i32>()).cloned()
-        })
-        .collect();
-    let missing: Vec<&Planned> = keys
-        .iter()
-        .zip(&given)
-        .filter(|(_, given)| given.is_none())
-        .map(|(planned, _)| *planned)
-        .collect();
-    let mut read = if missing.is_empty() {
-        Vec::new()
-    } else {
-        extract(&text_column(batch, source.column())?, &missing)
-    }
-    .into_iter();
-    given
-        .into_iter()
-        .map(|given| {
-            given
-                .or_else(|| read.next())
-                .ok_or_else(|| ArrowError::ComputeError("a shredded key went unread".into()))
-        })
-        .collect()
-}
-
 /// Each key's `hogql_prop` value for every row, in one walk per row.
 fn extract(text: &StringArray, keys: &[&Planned]) -> Vec<StringArray> {
     let mut wanted = WantedKeys::new(keys.iter().map(|p| p.key.as_str()));
@@ -279,7 +231,7 @@ fn extract(text: &StringArray, keys: &[&Planned]) -> Vec<StringArray> {
     for row in 0..text.len() {
         done.fill(false);
         if !text.is_null(row) {
-            let _ = property_values(
+            property_values(
                 text.value(row),
                 &mut wanted,
                 &mut done,

@@ -134,41 +134,31 @@ fn text_value<'a>(
     })
 }
 
-/// Told each top-level key reached: its name, its value's kind, where its raw JSON text is.
-pub(crate) type KeySeen<'s> = dyn FnMut(&str, Peek, std::ops::Range<usize>) + 's;
+/// Told each top-level key reached: its name, its value's kind, its raw JSON text.
+pub(crate) type KeySeen<'s> = dyn FnMut(&str, Peek, Option<&str>) + 's;
 
 /// Top-level positions whose last key is remembered, at most.
 const REMEMBERED_POSITIONS: usize = 256;
 
 /// The keys a walk looks for, each with its index. Rows written by one SDK list their keys in the
 /// same order, so the key last met at each position is compared first: a match spares hashing.
-pub(crate) struct WantedKeys {
-    by_name: foldhash::HashMap<String, usize>,
-    /// Indexes go up to this (a key listed twice keeps its first).
-    count: usize,
+pub(crate) struct WantedKeys<'k> {
+    by_name: foldhash::HashMap<&'k str, usize>,
     /// The key last met at each position, and its index.
     by_position: Vec<(String, Option<usize>)>,
 }
 
-impl WantedKeys {
+impl<'k> WantedKeys<'k> {
     /// `keys[i]` has index `i`; a key listed twice keeps its first index.
-    pub(crate) fn new<'k>(keys: impl IntoIterator<Item = &'k str>) -> Self {
+    pub(crate) fn new(keys: impl IntoIterator<Item = &'k str>) -> Self {
         let mut by_name = foldhash::HashMap::default();
-        let mut count = 0;
         for (index, key) in keys.into_iter().enumerate() {
-            by_name.entry(key.to_owned()).or_insert(index);
-            count = index + 1;
+            by_name.entry(key).or_insert(index);
         }
         Self {
             by_name,
-            count,
             by_position: Vec::new(),
         }
-    }
-
-    /// How many keys were given (duplicates included): the indexes are below it.
-    pub(crate) fn len(&self) -> usize {
-        self.count
     }
 
     fn index(&mut self, position: usize, key: &str) -> Option<usize> {
@@ -196,18 +186,17 @@ impl WantedKeys {
 /// what `hogql_prop(text, key)` gives for it (`None` for NULL), so a shredded column always holds
 /// what the query would have read from the JSON (the caller takes a key not `done` as NULL).
 /// `seen` gets every key reached with its value's kind and raw JSON text. A document that stops
-/// parsing ends the walk, as it ends `seek` for later keys. True when the whole text was one
-/// valid JSON object.
+/// parsing ends the walk, as it ends `seek` for later keys.
 pub(crate) fn property_values(
     text: &str,
     wanted: &mut WantedKeys,
     done: &mut [bool],
     mut found: impl FnMut(usize, Option<&str>),
     mut seen: Option<&mut KeySeen>,
-) -> bool {
+) {
     let mut jiter = Jiter::new(text.as_bytes());
     if !matches!(jiter.peek(), Ok(Peek::Object)) {
-        return false;
+        return;
     }
     // A key `seen` is told is copied into one buffer: the jiter lends it only until its next step.
     let mut current = String::new();
@@ -220,14 +209,12 @@ pub(crate) fn property_values(
             current.clear();
             current.push_str(key);
         }
-        let Ok(peek) = jiter.peek() else {
-            return false;
-        };
+        let Ok(peek) = jiter.peek() else { return };
         let start = jiter.current_index();
         match index {
             Some(index) if peek != Peek::Null => {
                 let Ok(value) = text_value(Kind::Property, &mut jiter, text) else {
-                    return false;
+                    return;
                 };
                 done[index] = true;
                 found(index, value);
@@ -236,7 +223,7 @@ pub(crate) fn property_values(
             // as it would; a JSON null is NULL, which `text_value` says without reading it.
             _ => {
                 if jiter.known_skip(peek).is_err() {
-                    return false;
+                    return;
                 }
                 if let Some(index) = index {
                     done[index] = true;
@@ -245,11 +232,10 @@ pub(crate) fn property_values(
             }
         }
         if let Some(seen) = seen.as_mut() {
-            seen(&current, peek, start..jiter.current_index());
+            seen(&current, peek, text.get(start..jiter.current_index()));
         }
         next = jiter.next_key();
     }
-    next.is_ok() && jiter.finish().is_ok()
 }
 
 /// A quick test that rules a key out without parsing: a key is written `"key"` in JSON text unless
@@ -441,20 +427,18 @@ pub(super) fn json_keys(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef>
     Ok(Arc::new(builder.finish()))
 }
 
-/// `properties.key` of each text, as a query reads it (for tests of the writers' walks).
-#[cfg(test)]
-pub(crate) fn property(texts: &[Option<&str>], key: &str) -> Vec<Option<String>> {
-    let input = StringArray::from(texts.to_vec());
-    let output = text_values(Kind::Property, &input, &[Step::Key(key.into())]);
-    let output = output.as_string::<i32>();
-    (0..output.len())
-        .map(|row| (!output.is_null(row)).then(|| output.value(row).to_owned()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn property(texts: &[Option<&str>], key: &str) -> Vec<Option<String>> {
+        let input = StringArray::from(texts.to_vec());
+        let output = text_values(Kind::Property, &input, &[Step::Key(key.into())]);
+        let output = output.as_string::<i32>();
+        (0..output.len())
+            .map(|row| (!output.is_null(row)).then(|| output.value(row).to_owned()))
+            .collect()
+    }
 
     #[test]
     fn the_key_probe_never_hides_a_key() {
@@ -496,7 +480,7 @@ mod tests {
         for text in rows {
             let mut done = [false; 2];
             let mut values = [None, None];
-            let _ = property_values(
+            property_values(
                 text,
                 &mut wanted,
                 &mut done,
