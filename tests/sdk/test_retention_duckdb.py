@@ -116,6 +116,19 @@ CASES = [
                             "targetEntity": {"id": "signed_up", "type": "events"},
                             "returningEntity": {"id": "$pageview", "type": "events"}},
         "dateRange": {"date_from": "2026-09-27", "date_to": "2026-10-08"}}),
+    ("day first time, cumulative, with an event property filter", "UTC", {
+        "retentionFilter": {"period": "Day", "totalIntervals": 8, "cumulative": True,
+                            "retentionType": "retention_first_time",
+                            "targetEntity": {"id": "$pageview", "type": "events"},
+                            "returningEntity": {"id": "$pageview", "type": "events"}},
+        "properties": [{"key": "plan", "value": "pro", "operator": "exact", "type": "event"}],
+        "dateRange": {"date_from": "2026-10-01", "date_to": "2026-10-08"}}),
+    ("week first time, minimumOccurrences 2", "UTC", {
+        "retentionFilter": {"period": "Week", "totalIntervals": 5, "minimumOccurrences": 2,
+                            "retentionType": "retention_first_time",
+                            "targetEntity": {"id": "signed_up", "type": "events"},
+                            "returningEntity": {"id": "$pageview", "type": "events"}},
+        "dateRange": {"date_from": "2026-09-13", "date_to": "2026-10-31"}}),
     ("Paris: week recurring, cumulative", "Europe/Paris", {
         "retentionFilter": {"period": "Week", "totalIntervals": 5, "cumulative": True},
         "dateRange": {"date_from": "2026-09-13", "date_to": "2026-11-01"}}),

@@ -466,13 +466,20 @@ const MASK_INTERVALS: usize = 63;
 ///
 /// Recurring cohorts over at most [`MASK_INTERVALS`] intervals aggregate the events once, into
 /// one row per actor with a bitmask of the intervals it started in and one of those it returned
-/// in; the cells are then tested bit by bit. First-time cohorts (and longer ranges) join each
-/// cohort with the same actor's later intervals, which reads the events twice.
+/// in; the cells are then tested bit by bit. First-time cohorts over as many intervals, when one
+/// returning event counts, get one row per actor from two aggregations (each with its own
+/// filter, so both prune files and row groups): the first target event ever, and the mask of
+/// the intervals returned in. Longer ranges join each cohort with the same actor's later
+/// intervals.
 fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> String {
     let first = starts.cohorts.first().copied().unwrap_or(starts.end);
     let intervals = starts.cohorts.len();
-    let relations = if !settings.first_time && intervals <= MASK_INTERVALS {
+    let relations = if intervals > MASK_INTERVALS {
+        joined_pairs(settings, first, starts, ctx)
+    } else if !settings.first_time {
         masked_pairs(settings, first, starts, ctx)
+    } else if settings.minimum_occurrences == 1 {
+        first_time_masked_pairs(settings, first, starts, ctx)
     } else {
         joined_pairs(settings, first, starts, ctx)
     };
@@ -579,6 +586,51 @@ fn masked_pairs(
          WHERE actors.actor_id IS NOT NULL AND bitTest(actors.started, cohort_grid.cohort) = 1 \
          AND cohort_grid.cohort + offset_grid.k < {intervals} \
          AND (offset_grid.k = 0 OR bitTest(actors.returned, cohort_grid.cohort + offset_grid.k) = 1))"
+    )
+}
+
+/// First-time `pairs` from one row per actor: when it first did the target event (ever), and the
+/// bitmask of the range's intervals it returned in. The cohort is the interval of that first
+/// event when it falls in the range; offset `k` counts when it is 0 or bit `cohort + k` is set.
+fn first_time_masked_pairs(
+    settings: &Settings,
+    first: DateTime<Utc>,
+    starts: &IntervalStarts,
+    ctx: &Context,
+) -> String {
+    let from = date_range::sql_datetime(first);
+    let to = date_range::sql_datetime(starts.end);
+    let index = interval_index("timestamp", settings.period, first, ctx);
+    let first_index = interval_index("first_seen", settings.period, first, ctx);
+    let intervals = starts.cohorts.len();
+    let Settings {
+        target,
+        returning,
+        filters,
+        lookahead,
+        ..
+    } = settings;
+    format!(
+        "actors AS (\n\
+         SELECT actor_id, min(first_seen) AS first_seen, groupBitOr(returned) AS returned FROM (\n\
+         SELECT person_id AS actor_id, min(timestamp) AS first_seen, 0 AS returned FROM events \
+         WHERE ({target}) AND ({filters}) GROUP BY actor_id\n\
+         UNION ALL\n\
+         SELECT person_id AS actor_id, NULL AS first_seen, \
+         groupBitOr(bitShiftLeft(1, {index})) AS returned FROM events \
+         WHERE timestamp >= {from} AND timestamp < {to} AND ({returning}) AND ({filters}) \
+         GROUP BY actor_id)\n\
+         GROUP BY actor_id),\n\
+         cohorts AS (\n\
+         SELECT actor_id, {first_index} AS interval_index, returned FROM actors \
+         WHERE actor_id IS NOT NULL AND first_seen >= {from} AND first_seen < {to}),\n\
+         pairs AS (\n\
+         SELECT cohorts.actor_id AS actor_id, cohorts.interval_index AS start_interval_index, \
+         offset_grid.k AS intervals_from_base\n\
+         FROM cohorts, (SELECT arrayJoin(range({lookahead})) AS k) AS offset_grid\n\
+         WHERE cohorts.interval_index + offset_grid.k < {intervals} \
+         AND (offset_grid.k = 0 \
+         OR bitTest(cohorts.returned, cohorts.interval_index + offset_grid.k) = 1))"
     )
 }
 
