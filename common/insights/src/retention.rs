@@ -495,10 +495,17 @@ fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> S
     format!("WITH\n{relations}\n{select}\nLIMIT {MAX_CELLS}")
 }
 
+/// The range's first and end instants as SQL literals.
+fn range_bounds(first: DateTime<Utc>, starts: &IntervalStarts) -> (String, String) {
+    (
+        date_range::sql_datetime(first),
+        date_range::sql_datetime(starts.end),
+    )
+}
+
 /// The events of the range that can start or continue a cohort.
 fn activity_filter(settings: &Settings, first: DateTime<Utc>, starts: &IntervalStarts) -> String {
-    let from = date_range::sql_datetime(first);
-    let to = date_range::sql_datetime(starts.end);
+    let (from, to) = range_bounds(first, starts);
     let Settings {
         target,
         returning,
@@ -598,8 +605,7 @@ fn first_time_masked_pairs(
     starts: &IntervalStarts,
     ctx: &Context,
 ) -> String {
-    let from = date_range::sql_datetime(first);
-    let to = date_range::sql_datetime(starts.end);
+    let (from, to) = range_bounds(first, starts);
     let index = interval_index("timestamp", settings.period, first, ctx);
     let first_index = interval_index("first_seen", settings.period, first, ctx);
     let intervals = starts.cohorts.len();
@@ -642,8 +648,7 @@ fn joined_pairs(
     starts: &IntervalStarts,
     ctx: &Context,
 ) -> String {
-    let from = date_range::sql_datetime(first);
-    let to = date_range::sql_datetime(starts.end);
+    let (from, to) = range_bounds(first, starts);
     let Settings {
         target,
         filters,
