@@ -425,6 +425,12 @@ pub struct Summary {
     pub peak_rss_bytes: Option<u64>,
 }
 
+impl Summary {
+    pub fn events_per_s(&self) -> f64 {
+        self.report.rows as f64 / self.report.seconds.max(1e-9)
+    }
+}
+
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let report = &self.report;
@@ -436,7 +442,7 @@ impl std::fmt::Display for Summary {
             self.skipped,
             self.file_bytes,
             report.seconds,
-            report.rows as f64 / report.seconds.max(1e-9),
+            self.events_per_s(),
             report.commits,
             report.files,
         )?;

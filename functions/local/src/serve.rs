@@ -72,6 +72,16 @@ const COMMIT_GRACE: Duration = Duration::from_secs(20);
 /// and stops compaction where it is (an interrupted compaction leaves only files no table
 /// version references, which the next vacuum removes).
 pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<()> {
+    serve_until(listener, state, shutdown_signal()).await
+}
+
+/// [`serve_on`], stopping the same way when `shutdown` resolves instead of on a signal (a bench
+/// runs servers one after another in one process).
+pub async fn serve_until(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
     // Every job runs in this process: the lake's (the compaction schedule's), async queries,
     // experiment timeseries, cohort calculations and endpoint materializations.
@@ -110,7 +120,7 @@ pub async fn serve_on(listener: TcpListener, state: AppState) -> anyhow::Result<
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
     let served = axum::serve(listener, service)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await
         .context("server stopped");
     tracing::info!("requests finished; stopping background work");

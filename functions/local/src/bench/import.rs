@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::duckdb::run_script;
 use super::generator::Generator;
+use super::ingestion::{Shredding, imports};
 
 /// Events generated at a time.
 const CHUNK: usize = 50_000;
@@ -39,6 +40,10 @@ pub struct Args {
     /// Time our import only.
     #[arg(long)]
     skip_duckdb: bool,
+    /// Imports with shredding off, on, or both (off, then on: what shredding costs the import).
+    /// DuckDB is compared with the last.
+    #[arg(long, value_enum, default_value = "both")]
+    shredding: Shredding,
 }
 
 const EXPORT_TIME: &str = "%Y-%m-%d %H:%M:%S%.6f";
@@ -58,13 +63,14 @@ fn export_line(event: &StagedEvent) -> serde_json::Result<Vec<u8>> {
     Ok(line)
 }
 
-fn generate(args: &Args, path: &std::path::Path) -> anyhow::Result<()> {
+/// Writes a gzip export of `events` generated events (`seed`'s) to `path`.
+pub(super) fn write_export(events: u64, seed: u64, path: &Path) -> anyhow::Result<()> {
     let end = Utc::now().duration_trunc(TimeDelta::hours(1))?;
-    let mut generator = Generator::new(args.seed, args.events, end);
+    let mut generator = Generator::new(seed, events, end);
     let file =
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut output = GzEncoder::new(std::io::BufWriter::new(file), Compression::fast());
-    let bar = ProgressBar::new(args.events).with_style(
+    let bar = ProgressBar::new(events).with_style(
         ProgressStyle::with_template("generating {bar:40} {pos}/{len} events ({eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
@@ -92,7 +98,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if file.exists() {
         println!("importing the existing export {}", file.display());
     } else {
-        generate(&args, &file)?;
+        write_export(args.events, args.seed, &file)?;
         println!(
             "generated {} events (seed {}) into {}: {} bytes",
             args.events,
@@ -101,29 +107,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             std::fs::metadata(&file)?.len()
         );
     }
-    let summary = import_ours(temporary.path().join("data"), &file).await?;
-    println!("{summary}");
+    let summaries = imports(&file, args.shredding, temporary.path()).await?;
+    let Some(summary) = summaries.last() else {
+        return Ok(());
+    };
     if args.skip_duckdb {
         return Ok(());
     }
     let output = temporary.path().join("duckdb.parquet");
     match time_duckdb(&file, &output, args.python.clone()).await {
-        Ok(report) => print_duckdb(&summary, &report),
+        Ok(report) => print_duckdb(summary, &report),
         Err(error) => eprintln!("duckdb side skipped: {error:#}"),
     }
     Ok(())
-}
-
-/// Imports `file` into the bootstrap project of a fresh embedded store in `data_dir`; the store
-/// is closed on return, so it holds no memory while DuckDB runs.
-async fn import_ours(data_dir: PathBuf, file: &Path) -> anyhow::Result<crate::import::Summary> {
-    let state = crate::serve::state_for(data_dir).await?;
-    let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
-        .await?
-        .context("a fresh store bootstraps")?;
-    // The import's own peak, not the generator's (Linux: clear_refs 5 resets the mark).
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-    crate::import::import_file(&state, bootstrap.project.id, file).await
 }
 
 /// DuckDB's report on converting `file` into the Parquet file `output`, on as many threads as
@@ -152,7 +148,8 @@ fn print_duckdb(ours: &crate::import::Summary, duckdb: &Value) {
     if rows != ours.report.rows {
         eprintln!("duckdb read {rows} events, ours {}", ours.report.rows);
     }
-    let report = &ours.report;
-    let ours = report.rows as f64 / report.seconds.max(1e-9);
-    println!("ours / duckdb: {:.2}x events/s", ours / theirs);
+    println!(
+        "ours / duckdb: {:.2}x events/s",
+        ours.events_per_s() / theirs
+    );
 }

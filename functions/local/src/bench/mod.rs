@@ -1,7 +1,7 @@
 //! `analytics bench`: load figures for the issue notes, never a pass/fail test.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -18,6 +18,7 @@ mod experiments;
 mod flags;
 mod generator;
 pub mod import;
+mod ingestion;
 mod load;
 mod queries;
 pub mod query;
@@ -39,17 +40,21 @@ pub enum BenchCommand {
         seconds: u64,
     },
     /// Events/s through `POST /batch/` on an embedded server, and the time until the last
-    /// acknowledged event is committed to the Delta table.
+    /// acknowledged event is committed to the Delta table, with shredding off and on.
     Capture {
-        #[arg(long, default_value_t = 16)]
+        #[arg(long, default_value_t = ingestion::CAPTURE_CONNECTIONS)]
         connections: usize,
         #[arg(long, default_value_t = 10)]
         seconds: u64,
         /// Events per request.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = ingestion::CAPTURE_BATCH)]
         batch: usize,
+        /// Runs with shredding off, on, or both (off, then on: what shredding costs capture).
+        #[arg(long, value_enum, default_value = "both")]
+        shredding: ingestion::Shredding,
     },
-    /// Events/s and peak RSS of `analytics import` on a generated PostHog export (gzip NDJSON).
+    /// Events/s and peak RSS of `analytics import` on a generated PostHog export (gzip NDJSON),
+    /// with shredding off and on, beside DuckDB converting the same file to Parquet.
     Import(import::Args),
     /// Typical product-analytics queries through `POST /api/projects/:id/query/` over a
     /// generated events table, beside DuckDB over the same Parquet files.
@@ -105,7 +110,15 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             connections,
             seconds,
             batch,
-        } => capture(connections, seconds, batch).await,
+            shredding,
+        } => {
+            let load = ingestion::CaptureLoad {
+                connections,
+                seconds,
+                batch,
+            };
+            ingestion::capture(load, shredding).await
+        }
         BenchCommand::Import(args) => import::run(args).await,
         BenchCommand::Query(args) => query::run(args).await,
         BenchCommand::Flags(args) => flags::run(args).await,
@@ -113,59 +126,6 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Surveys(args) => surveys::run(args).await,
         BenchCommand::Endpoints(args) => endpoints::run(args).await,
     }
-}
-
-/// A `/batch/` body of `size` events shaped like posthog-js pageviews (no uuids: each gets its own).
-fn batch_body(token: &str, size: usize) -> Bytes {
-    let events: Vec<serde_json::Value> = (0..size)
-        .map(|i| {
-            serde_json::json!({
-                "event": "$pageview",
-                "distinct_id": format!("user-{}", i % 1000),
-                "timestamp": "2026-11-22T10:00:00Z",
-                "properties": {
-                    "$current_url": format!("https://example.com/pricing?ref={i}"),
-                    "$browser": "Firefox", "$os": "Linux", "$session_id": format!("s-{}", i % 50),
-                    "$screen_width": 1920, "$lib": "web", "$lib_version": "1.200.0"
-                }
-            })
-        })
-        .collect();
-    let body =
-        serde_json::json!({ "api_key": token, "sent_at": "2026-11-22T10:00:01Z", "batch": events });
-    Bytes::from(body.to_string())
-}
-
-async fn capture(connections: usize, seconds: u64, batch: usize) -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let state = crate::serve::state_for(dir.path().to_path_buf()).await?;
-    let (address, bootstrap) = serve_fresh(state.clone()).await?;
-    let shot = Shot {
-        method: hyper::Method::POST,
-        path: "/batch/".into(),
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: batch_body(&bootstrap.project.api_token, batch),
-    };
-    let report = shot
-        .load(address, connections, Duration::from_secs(seconds))
-        .await?;
-    let acknowledged = Instant::now();
-    let events = (report.requests - report.errors) * batch as u64;
-    println!("capture: {report}");
-    println!(
-        "capture: {events} events acknowledged, {:.0} events/s ({batch} per request)",
-        events as f64 / report.elapsed.as_secs_f64()
-    );
-    while engine::committer::staged_count(state.objects.as_ref()).await? > 0
-        && acknowledged.elapsed() < Duration::from_secs(600)
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    println!(
-        "capture: the last acknowledged event was committed {:.2} s after the load ended",
-        acknowledged.elapsed().as_secs_f64()
-    );
-    Ok(())
 }
 
 /// One request, sent again and again.

@@ -57,6 +57,13 @@ pub struct Args {
     /// shredded run, and time it: for a table loaded with `ANALYTICS_SHREDDING=off`.
     #[arg(long)]
     backfill: bool,
+    /// After the queries, what shredding costs ingestion: an export of this many events imported
+    /// with shredding off and on, and capture loaded with each (0 skips both).
+    #[arg(long, default_value_t = 1_000_000)]
+    ingestion_events: u64,
+    /// Seconds of `POST /batch/` load per capture run in that measure.
+    #[arg(long, default_value_t = 5)]
+    capture_seconds: u64,
 }
 
 /// A bench's data: its folder (`--data-dir`, else a temporary one that `_temporary` keeps until
@@ -171,6 +178,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             report["threads"],
             mib(report["peak_rss_bytes"].as_u64()),
         );
+    }
+    if args.ingestion_events > 0 {
+        super::ingestion::shredding_cost(args.ingestion_events, args.seed, args.capture_seconds)
+            .await?;
     }
     let failed: Vec<&str> = ours
         .iter()
