@@ -107,12 +107,13 @@ pub async fn shredding_cost(events: u64, seed: u64, capture_seconds: u64) -> any
         seconds: capture_seconds,
         batch: CAPTURE_BATCH,
     };
-    capture(load, Shredding::Both).await
+    capture(load, Shredding::Both, CAPTURE_ROUNDS).await
 }
 
 /// `bench capture`'s defaults.
 pub const CAPTURE_CONNECTIONS: usize = 16;
 pub const CAPTURE_BATCH: usize = 100;
+pub const CAPTURE_ROUNDS: usize = 2;
 
 /// How `bench capture` loads the server.
 #[derive(Debug, Clone, Copy)]
@@ -226,35 +227,96 @@ pub async fn capture_once(load: CaptureLoad, shredding: bool) -> anyhow::Result<
     })
 }
 
-/// `bench capture`: a run per setting, then what shredding costs when both ran.
-pub async fn capture(load: CaptureLoad, shredding: Shredding) -> anyhow::Result<()> {
-    let mut runs = Vec::new();
-    for &on in shredding.settings() {
+/// The order of `rounds` rounds of capture runs: with both settings, off-on then on-off and so
+/// on, so that neither always runs on a file system the other has churned (each run creates and
+/// deletes a file per request, and later runs on the same disk measured slower).
+fn capture_order(shredding: Shredding, rounds: usize) -> Vec<bool> {
+    (0..rounds)
+        .flat_map(|round| {
+            let settings = shredding.settings();
+            let mut order = settings.to_vec();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            order
+        })
+        .collect()
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, count) = values.fold((0.0, 0usize), |(sum, count), v| (sum + v, count + 1));
+    sum / count.max(1) as f64
+}
+
+/// `bench capture`: `rounds` runs per setting, then what shredding costs (the runs' means) when
+/// both ran.
+pub async fn capture(load: CaptureLoad, shredding: Shredding, rounds: usize) -> anyhow::Result<()> {
+    let mut runs: Vec<(bool, CaptureRun)> = Vec::new();
+    for on in capture_order(shredding, rounds.max(1)) {
         let run = capture_once(load, on).await?;
         println!(
             "capture, {} ({} per request):\n{run}",
             label(on),
             load.batch
         );
-        runs.push(run);
+        runs.push((on, run));
     }
-    if let [off, on] = runs.as_slice() {
-        println!(
-            "{}",
-            cost_line(
+    if shredding == Shredding::Both {
+        let means = |on: bool, figure: fn(&CaptureRun) -> f64| {
+            mean(
+                runs.iter()
+                    .filter(|(o, _)| *o == on)
+                    .map(|(_, r)| figure(r)),
+            )
+        };
+        for (what, figure) in [
+            (
                 "capture acknowledged",
-                off.acknowledged_per_s(),
-                on.acknowledged_per_s()
-            )
-        );
-        println!(
-            "{}",
-            cost_line(
+                CaptureRun::acknowledged_per_s as fn(&CaptureRun) -> f64,
+            ),
+            (
                 "capture committed (end to end)",
-                off.committed_per_s(),
-                on.committed_per_s()
-            )
-        );
+                CaptureRun::committed_per_s,
+            ),
+        ] {
+            println!(
+                "{} (mean of {} runs each)",
+                cost_line(what, means(false, figure), means(true, figure)),
+                rounds.max(1)
+            );
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_runs_alternate_which_setting_goes_first() {
+        assert_eq!(
+            capture_order(Shredding::Both, 3),
+            [false, true, true, false, false, true]
+        );
+        assert_eq!(capture_order(Shredding::On, 2), [true, true]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn both_settings_import_every_event_into_a_table_of_their_own() {
+        let scratch = tempfile::tempdir().unwrap();
+        let file = scratch.path().join("export.ndjson.gz");
+        super::super::import::write_export(500, 7, &file).unwrap();
+        let summaries = imports(&file, Shredding::Both, scratch.path())
+            .await
+            .unwrap();
+        let rows: Vec<u64> = summaries.iter().map(|s| s.report.rows).collect();
+        assert_eq!(rows, [500, 500]);
+        // Each run's data dir is gone once it is measured.
+        let left: Vec<_> = std::fs::read_dir(scratch.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["export.ndjson.gz"]);
+    }
 }

@@ -52,6 +52,9 @@ pub enum BenchCommand {
         /// Runs with shredding off, on, or both (off, then on: what shredding costs capture).
         #[arg(long, value_enum, default_value = "both")]
         shredding: ingestion::Shredding,
+        /// Runs per setting; with both, each round alternates which goes first.
+        #[arg(long, default_value_t = ingestion::CAPTURE_ROUNDS)]
+        rounds: usize,
     },
     /// Events/s and peak RSS of `analytics import` on a generated PostHog export (gzip NDJSON),
     /// with shredding off and on, beside DuckDB converting the same file to Parquet.
@@ -111,13 +114,14 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             seconds,
             batch,
             shredding,
+            rounds,
         } => {
             let load = ingestion::CaptureLoad {
                 connections,
                 seconds,
                 batch,
             };
-            ingestion::capture(load, shredding).await
+            ingestion::capture(load, shredding, rounds).await
         }
         BenchCommand::Import(args) => import::run(args).await,
         BenchCommand::Query(args) => query::run(args).await,
