@@ -1,6 +1,6 @@
 //! What shredding costs ingestion: the bulk importer over one export, and capture (`POST /batch/`
-//! until every acknowledged event is in the Delta table), each run with shredding off and then on,
-//! over a fresh data dir per run so that neither inherits the other's registry or files.
+//! until every acknowledged event is in the Delta table), each run with shredding off and on, over
+//! a fresh data dir per run so that neither inherits the other's registry or files.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use super::query::with_shredding;
 /// How long the last acknowledged event may take to be committed before the run is called failed.
 const COMMIT_WAIT: Duration = Duration::from_secs(600);
 
-/// Which shredding settings an ingestion bench runs: `both` (off, then on) shows what it costs.
+/// Which shredding settings an ingestion bench runs: `both` shows what it costs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Shredding {
     Off,
