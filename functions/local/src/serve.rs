@@ -142,7 +142,7 @@ pub async fn serve_until(
 /// Resolves on the first Ctrl-C (SIGINT) or SIGTERM (what `docker stop`, systemd and Kubernetes
 /// send). A signal that cannot be listened for is logged and never resolves: the server must
 /// not stop because of it.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let interrupt = async {
         match tokio::signal::ctrl_c().await {
             Ok(()) => "SIGINT",

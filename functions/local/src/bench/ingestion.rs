@@ -7,11 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use hyper::body::Bytes;
-use tokio::net::TcpListener;
 
-use super::Shot;
 use super::load::Report;
 use super::query::with_shredding;
+use super::{Shot, serve_fresh_until};
 
 /// How long the last acknowledged event may take to be committed before the run is called failed.
 const COMMIT_WAIT: Duration = Duration::from_secs(600);
@@ -188,15 +187,11 @@ pub async fn capture_once(load: CaptureLoad, shredding: bool) -> anyhow::Result<
     let dir = tempfile::tempdir()?;
     let state = crate::serve::state_for(dir.path().to_path_buf()).await?;
     let state = with_shredding(&state, shredding);
-    let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
-        .await?
-        .context("a fresh store bootstraps")?;
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::serve::serve_until(listener, state.clone(), async {
+    let (address, bootstrap, server) = serve_fresh_until(state.clone(), async {
         let _ = stopped.await;
-    }));
+    })
+    .await?;
     let shot = Shot {
         method: hyper::Method::POST,
         path: "/batch/".into(),

@@ -10,6 +10,7 @@ use common::provisioning::Bootstrap;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 
 mod client;
 mod duckdb;
@@ -49,7 +50,7 @@ pub enum BenchCommand {
         /// Events per request.
         #[arg(long, default_value_t = ingestion::CAPTURE_BATCH)]
         batch: usize,
-        /// Runs with shredding off, on, or both (off, then on: what shredding costs capture).
+        /// Runs with shredding off, on, or both (what shredding costs capture).
         #[arg(long, value_enum, default_value = "both")]
         shredding: ingestion::Shredding,
         /// Runs per setting; with both, each round alternates which goes first.
@@ -175,13 +176,23 @@ async fn start_embedded(data_dir: std::path::PathBuf) -> anyhow::Result<(SocketA
     Ok((address, bootstrap.key_secret))
 }
 
-/// Bootstraps the empty store of `state` and serves it on an ephemeral port.
+/// Bootstraps the empty store of `state` and serves it on an ephemeral port (until a signal).
 async fn serve_fresh(state: AppState) -> anyhow::Result<(SocketAddr, Bootstrap)> {
+    let (address, bootstrap, _server) =
+        serve_fresh_until(state, crate::serve::shutdown_signal()).await?;
+    Ok((address, bootstrap))
+}
+
+/// [`serve_fresh`] until `shutdown` resolves; the server's task ends once it has stopped.
+async fn serve_fresh_until(
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<(SocketAddr, Bootstrap, JoinHandle<anyhow::Result<()>>)> {
     let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
         .await?
         .context("a fresh store bootstraps")?;
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
-    tokio::spawn(crate::serve::serve_on(listener, state));
-    Ok((address, bootstrap))
+    let server = tokio::spawn(crate::serve::serve_until(listener, state, shutdown));
+    Ok((address, bootstrap, server))
 }
