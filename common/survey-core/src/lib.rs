@@ -7,6 +7,7 @@
 
 pub mod archive;
 pub mod flags;
+pub mod html;
 pub mod model;
 pub mod render;
 pub mod repository;

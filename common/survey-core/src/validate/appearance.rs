@@ -1,17 +1,21 @@
-//! PostHog's `validate_appearance` (reference 1.3). Texts are stored as sent (see questions.rs
-//! on HTML).
+//! PostHog's `validate_appearance` (reference 1.3). The thank-you and intro texts go through the
+//! HTML allow-list when they hold markup (see `crate::html`).
 
 use common::error::ApiError;
 use serde_json::Value;
 
+use crate::html;
+
 const ATTR: &str = "appearance";
 
-pub fn appearance(value: Value) -> Result<Option<Value>, ApiError> {
-    let map = match &value {
+pub fn appearance(mut value: Value) -> Result<Option<Value>, ApiError> {
+    let map = match &mut value {
         Value::Null => return Ok(None),
         Value::Object(map) => map,
         _ => return Err(ApiError::validation(ATTR, "Appearance must be an object")),
     };
+    html::clean_fields(map, html::APPEARANCE_FIELDS);
+    let map = &*map;
     if let Some(kind) = map
         .get("thankYouMessageDescriptionContentType")
         .filter(|v| !is_falsy(v))

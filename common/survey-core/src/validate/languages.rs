@@ -3,8 +3,8 @@
 //! Keys a survey already had are passed through unchanged, so tightening the rule never
 //! locks an old survey out of being edited.
 //!
-//! HTML in translated text is stored as sent: PostHog cleans it with nh3, but posthog-js
-//! renders these values itself and no sanitiser crate is linked here.
+//! Translated thank-you texts go through the same HTML allow-list as the appearance's own
+//! (see `crate::html`).
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::fields::{MAX_LANGUAGE_CHARS, text};
 use crate::Survey;
+use crate::html;
 
 static CODE: LazyLock<Result<Regex, regex::Error>> =
     LazyLock::new(|| Regex::new(r"^[a-z]{2,3}(-[a-z0-9]{2,8}){0,3}$"));
@@ -137,6 +138,7 @@ pub fn survey_translations(value: Value, keys: &Keys<'_>) -> Result<Option<Value
             }
         }
         keys.check(attr, "", &code)?;
+        html::clean_fields(&mut kept, html::APPEARANCE_FIELDS);
         if !kept.is_empty() {
             cleaned.insert(code, Value::Object(kept));
         }

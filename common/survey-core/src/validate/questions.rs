@@ -1,7 +1,7 @@
 //! PostHog's `validate_questions` (reference 1.2), in its order and with its messages, plus the
 //! shapes its schema documents (question type, rating display and scale, branching). Every
-//! error names `questions`. Texts are stored as sent: PostHog cleans HTML with nh3, but
-//! posthog-js renders these values itself and no sanitiser crate is linked here.
+//! error names `questions`. `question` and `description` (also in translations) go through the
+//! HTML allow-list when they hold markup, as PostHog's nh3 step does (see `crate::html`).
 
 use std::sync::LazyLock;
 
@@ -12,6 +12,7 @@ use url::Url;
 
 use super::languages::Keys;
 use crate::Question;
+use crate::html;
 
 const ATTR: &str = "questions";
 const TYPES: &[&str] = &["open", "link", "rating", "single_choice", "multiple_choice"];
@@ -83,6 +84,7 @@ fn one(
     {
         return Err(invalid("Question description must be a string"));
     }
+    html::clean_fields(&mut question, html::QUESTION_FIELDS);
     for field in ["buttonText", "lowerBoundLabel", "upperBoundLabel"] {
         if truthy(question.get(field)) && !question.get(field).is_some_and(Value::is_string) {
             return Err(invalid(format!("Question {field} must be a string")));
@@ -239,6 +241,7 @@ fn translations(
             }
         }
         keys.check(ATTR, &format!("Question {number}: "), &code)?;
+        html::clean_fields(&mut kept, html::QUESTION_FIELDS);
         if !kept.is_empty() {
             cleaned.insert(code, Value::Object(kept));
         }

@@ -87,5 +87,6 @@ fn questions(list: Value) -> Value {
 
 mod derived;
 mod fields;
+mod html;
 mod questions;
 mod references;
