@@ -225,7 +225,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         // Conversions.
         (
             "toString",
-            meta(1, 1, Template(&[(1, "CAST($0 AS VARCHAR)")])),
+            meta(1, 1, Template(&[(1, "hogql_to_string($0)")])),
         ),
         ("toInt", meta(1, 1, Template(&[(1, "hogql_to_int($0)")]))),
         (
@@ -248,10 +248,27 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "toBool",
             meta(1, 1, Template(&[(1, "TRY_CAST($0 AS BOOLEAN)")])),
         ),
+        ("toUUID", meta(1, 1, Rename("hogql_to_uuid"))),
+        // ClickHouse's typed conversions (udfs/convert.rs): strict text, integers wrap.
+        ("toInt8", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int8')")]))),
+        ("toInt16", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int16')")]))),
+        ("toInt32", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int32')")]))),
+        ("toInt64", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int64')")]))),
+        ("toUInt8", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt8')")]))),
+        ("toUInt16", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt16')")]))),
+        ("toUInt32", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt32')")]))),
+        ("toUInt64", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt64')")]))),
+        ("toFloat32", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Float32')")]))),
+        ("toFloat64", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Float64')")]))),
         (
-            "toUUID",
-            meta(1, 1, Template(&[(1, "CAST($0 AS VARCHAR)")])),
+            "toDecimal32",
+            meta(2, 2, Template(&[(2, "hogql_convert($0, 'Decimal32', $1)")])),
         ),
+        (
+            "toDecimal64",
+            meta(2, 2, Template(&[(2, "hogql_convert($0, 'Decimal64', $1)")])),
+        ),
+        ("toTypeName", meta(1, 1, Rename("hogql_type_name"))),
         ("toDate", meta(1, 1, Template(&[(1, "hogql_to_date($0)")]))),
         ("to_date", meta(1, 1, Template(&[(1, "hogql_to_date($0)")]))),
         ("toDateTime", meta(1, 2, Special(to_datetime))),
@@ -654,7 +671,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("bitShiftRight", meta(2, 2, Rename("hogql_bit_shift_right"))),
         ("bitTest", meta(2, 2, Rename("hogql_bit_test"))),
         // Maths.
-        ("round", meta(1, 2, Rename("round"))),
+        ("round", meta(1, 2, Rename("hogql_round"))),
         ("floor", meta(1, 1, Rename("floor"))),
         ("ceil", meta(1, 1, Rename("ceil"))),
         ("trunc", meta(1, 1, Rename("trunc"))),
@@ -668,14 +685,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("log2", meta(1, 1, Rename("log2"))),
         ("log10", meta(1, 1, Rename("log10"))),
         ("sign", meta(1, 1, Rename("signum"))),
-        (
-            "intDiv",
-            meta(
-                2,
-                2,
-                Template(&[(2, "CAST(trunc(CAST($0 AS DOUBLE) / $1) AS BIGINT)")]),
-            ),
-        ),
+        ("intDiv", meta(2, 2, Rename("hogql_int_div"))),
         ("modulo", meta(2, 2, Template(&[(2, "($0 % $1)")]))),
         ("plus", meta(2, 2, Template(&[(2, "($0 + $1)")]))),
         ("minus", meta(2, 2, Template(&[(2, "($0 - $1)")]))),
@@ -685,6 +695,41 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             meta(2, 2, Template(&[(2, "(CAST($0 AS DOUBLE) / $1)")])),
         ),
         ("pi", meta(0, 0, Rename("pi"))),
+        (
+            "isNaN",
+            meta(1, 1, Template(&[(1, "isnan(CAST($0 AS DOUBLE))")])),
+        ),
+        (
+            "isInfinite",
+            meta(
+                1,
+                1,
+                Template(&[(1, "(abs(CAST($0 AS DOUBLE)) = CAST('inf' AS DOUBLE))")]),
+            ),
+        ),
+        (
+            "isFinite",
+            meta(
+                1,
+                1,
+                Template(&[(1, "(abs(CAST($0 AS DOUBLE)) < CAST('inf' AS DOUBLE))")]),
+            ),
+        ),
+        // Hashes and identifiers (udfs/hashes.rs, udfs/uuids.rs), as ClickHouse computes them.
+        ("cityHash64", meta(1, ANY, Rename("hogql_city_hash64"))),
+        ("sipHash64", meta(1, ANY, Rename("hogql_sip_hash64"))),
+        ("xxHash64", meta(1, ANY, Rename("hogql_xx_hash64"))),
+        ("murmurHash3_64", meta(1, ANY, Rename("hogql_murmur_hash3_64"))),
+        ("MD5", meta(1, 1, Template(&[(1, "digest($0, 'md5')")]))),
+        ("hex", meta(1, 1, Rename("hogql_hex"))),
+        (
+            "generateUUIDv4",
+            meta(0, 1, Template(&[(0, "uuid()"), (1, "uuid()")])),
+        ),
+        (
+            "UUIDv7ToDateTime",
+            meta(1, 2, Rename("hogql_uuid7_to_datetime")),
+        ),
         // JSON.
         (
             "JSONExtractString",

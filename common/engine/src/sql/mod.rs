@@ -2,6 +2,7 @@
 //! rewrite the text, register only the project's own tables, run under memory and time limits.
 
 mod aliases;
+mod cast_types;
 mod date_trunc;
 mod day_bounds;
 mod dense_groups;

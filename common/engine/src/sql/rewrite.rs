@@ -673,6 +673,22 @@ impl VisitorMut for Rewriter {
             }
             return ControlFlow::Continue(());
         }
+        // `CAST(x AS Int64)`, `x::Float64`: ClickHouse's type names are its `to<Type>` calls.
+        if let Expr::Cast {
+            expr: value,
+            data_type,
+            ..
+        } = expr
+            && let Some(call) = super::cast_types::clickhouse_cast(value, data_type)
+        {
+            return match call {
+                Ok(call) => {
+                    *expr = call;
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            };
+        }
         // Date arithmetic with an interval of one unit: a calendar-aware shift (any count
         // expression; never a failure on a daylight-saving change).
         if let Expr::BinaryOp {

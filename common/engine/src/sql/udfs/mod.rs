@@ -9,11 +9,18 @@
 
 mod bits;
 mod casts;
+mod convert;
 mod dates;
+mod hashes;
+mod int_div;
 mod intervals;
 pub(crate) mod json;
 mod length;
+mod round;
+mod to_string;
+mod type_name;
 mod uniq;
+mod uuids;
 
 use std::sync::Arc;
 
@@ -135,7 +142,7 @@ pub fn reads_json(name: &str) -> bool {
 
 /// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
 pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
-    FUNCTIONS
+    let mut all: Vec<ScalarUDF> = FUNCTIONS
         .into_iter()
         .map(|(name, kind)| {
             ScalarUDF::new_from_impl(HogqlFunction {
@@ -145,7 +152,16 @@ pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
                 zone: zone.name(),
             })
         })
-        .collect()
+        .collect();
+    // Conversions, numbers and hashes, each a self-contained UDF.
+    all.push(convert::udf());
+    all.push(to_string::udf());
+    all.push(type_name::udf(zone));
+    all.push(round::udf());
+    all.push(int_div::udf());
+    all.extend(hashes::udfs());
+    all.extend(uuids::udfs(zone));
+    all
 }
 
 impl HogqlFunction {
