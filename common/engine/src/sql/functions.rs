@@ -676,7 +676,18 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("ceil", meta(1, 1, Rename("ceil"))),
         ("trunc", meta(1, 1, Rename("trunc"))),
         ("abs", meta(1, 1, Rename("abs"))),
-        ("sqrt", meta(1, 1, Rename("sqrt"))),
+        // DataFusion's sqrt refuses negatives; ClickHouse's gives nan.
+        (
+            "sqrt",
+            meta(
+                1,
+                1,
+                Template(&[(
+                    1,
+                    "CASE WHEN $0 < 0 THEN CAST('NaN' AS DOUBLE) ELSE sqrt($0) END",
+                )]),
+            ),
+        ),
         ("pow", meta(2, 2, Rename("power"))),
         ("power", meta(2, 2, Rename("power"))),
         ("exp", meta(1, 1, Rename("exp"))),

@@ -5,7 +5,8 @@ use chrono_tz::Tz;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Date32Type, Field, Float64Type, Int64Type, TimeUnit, UInt64Type,
+    ArrowPrimitiveType, DataType, Date32Type, Field, Float32Type, Float64Type, Int64Type, TimeUnit,
+    UInt64Type,
 };
 use serde_json::{Number, Value};
 
@@ -148,9 +149,16 @@ fn values(array: &dyn Array, zone: Tz) -> Vec<Value> {
         DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
             widened::<UInt64Type>(array, Value::from)
         }
-        DataType::Float16 | DataType::Float32 | DataType::Float64 => {
-            widened::<Float64Type>(array, float)
+        // A Float32 as ClickHouse writes it: its own shortest digits (0.1, not the
+        // 0.10000000149011612 its widening to Float64 holds).
+        DataType::Float32 => {
+            let a = array.as_primitive::<Float32Type>();
+            each(&|i| {
+                let value = a.value(i);
+                float(value.to_string().parse().unwrap_or(f64::from(value)))
+            })
         }
+        DataType::Float16 | DataType::Float64 => widened::<Float64Type>(array, float),
         DataType::Utf8 => {
             let a = array.as_string::<i32>();
             each(&|i| Value::from(a.value(i)))

@@ -247,6 +247,8 @@ fn float_to_integer(value: f64, bits: u8, signed: bool) -> Result<i128> {
     Ok(match (bits, signed) {
         (8 | 16, _) | (32, true) => via_i32(value),
         (32, false) | (64, true) => via_i64(value),
+        // Past UInt64's range ClickHouse's build answers 2^63 (chDB: toUInt64(2e19)).
+        _ if value >= 18_446_744_073_709_551_616.0 => i128::from(1u64 << 63),
         _ if value >= 9_223_372_036_854_775_808.0 => {
             let high = via_i64(value - 9_223_372_036_854_775_808.0) as u64 ^ (1u64 << 63);
             i128::from(high)

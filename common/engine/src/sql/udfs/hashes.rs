@@ -77,8 +77,9 @@ impl Hash {
     /// The hash of several arguments: the running hash combined with the next one's.
     fn combine(self, first: u64, second: u64) -> u64 {
         match self {
-            Hash::City => hash128_to_64(first, second),
-            _ => {
+            Hash::City | Hash::Xx => hash128_to_64(first, second),
+            Hash::Murmur3 => int_hash64(first) ^ second,
+            Hash::Sip => {
                 let mut both = [0u8; 16];
                 both[..8].copy_from_slice(&first.to_le_bytes());
                 both[8..].copy_from_slice(&second.to_le_bytes());
@@ -88,8 +89,9 @@ impl Hash {
     }
 }
 
-/// ClickHouse's `intHash64` (MurmurHash3's 64-bit finalizer).
-fn int_hash64(mut x: u64) -> u64 {
+/// ClickHouse's `IntHash64Impl`: MurmurHash3's 64-bit finalizer of x XOR a constant.
+fn int_hash64(x: u64) -> u64 {
+    let mut x = x ^ 0x4cf2_d2ba_ae6d_a887;
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
@@ -414,7 +416,14 @@ mod tests {
 
     #[test]
     fn several_arguments_combine_as_clickhouse() {
-        let combined = Hash::City.combine(Hash::City.bytes(b"a"), Hash::City.bytes(b"b"));
-        assert_eq!(combined, 7468329322676821011);
+        let both = |hash: Hash| hash.combine(hash.bytes(b"a"), hash.bytes(b"b"));
+        assert_eq!(both(Hash::City), 7468329322676821011);
+        assert_eq!(both(Hash::Sip), 1193743241355087095);
+        assert_eq!(both(Hash::Xx), 14756808377901732262);
+        assert_eq!(both(Hash::Murmur3), 18305627054227103971);
+        let date = Number::Bytes2(19723u16.to_le_bytes());
+        assert_eq!(Hash::City.number(date), 17926335993026704938);
+        let float = Number::Bytes8(1.5f64.to_le_bytes());
+        assert_eq!(Hash::City.number(float), 7287324520655339053);
     }
 }
