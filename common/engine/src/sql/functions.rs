@@ -225,7 +225,11 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         // Conversions.
         (
             "toString",
-            meta(1, 1, Template(&[(1, "hogql_to_string($0)")])),
+            meta(
+                1,
+                1,
+                Template(&[(1, "hogql_to_string(hogql_date_string($0))")]),
+            ),
         ),
         ("toInt", meta(1, 1, Template(&[(1, "hogql_to_int($0)")]))),
         (
@@ -273,6 +277,11 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("to_date", meta(1, 1, Template(&[(1, "hogql_to_date($0)")]))),
         ("toDateTime", meta(1, 2, Special(to_datetime))),
         ("parseDateTimeBestEffort", meta(1, 2, Special(to_datetime))),
+        ("toDateTime64", meta(1, 3, Special(to_datetime64))),
+        (
+            "parseDateTime",
+            meta(2, 3, Special(parse_datetime)),
+        ),
         // Dates.
         ("now", meta(0, 0, Template(&[(0, "now()")]))),
         ("today", meta(0, 0, Template(&[(0, "current_date()")]))),
@@ -422,14 +431,75 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "date_diff",
             meta(3, 3, Template(&[(3, "hogql_date_diff($0, $1, $2)")])),
         ),
+        ("dateTrunc", meta(2, 2, Special(date_trunc))),
+        ("date_trunc", meta(2, 2, Special(date_trunc))),
+        ("toStartOfInterval", meta(2, 3, Special(start_of_interval))),
         (
-            "dateTrunc",
-            meta(2, 2, Template(&[(2, "date_trunc($0, $1)")])),
+            "toStartOfFiveMinutes",
+            meta(
+                1,
+                1,
+                Template(&[(1, "hogql_start_of_interval($0, 5, 'minute')")]),
+            ),
         ),
         (
-            "date_trunc",
-            meta(2, 2, Template(&[(2, "date_trunc($0, $1)")])),
+            "toStartOfTenMinutes",
+            meta(
+                1,
+                1,
+                Template(&[(1, "hogql_start_of_interval($0, 10, 'minute')")]),
+            ),
         ),
+        (
+            "toStartOfFifteenMinutes",
+            meta(
+                1,
+                1,
+                Template(&[(1, "hogql_start_of_interval($0, 15, 'minute')")]),
+            ),
+        ),
+        (
+            "toStartOfSecond",
+            meta(
+                1,
+                1,
+                Template(&[(1, "hogql_start_of_interval($0, 1, 'second')")]),
+            ),
+        ),
+        (
+            "formatDateTime",
+            meta(2, 2, Template(&[(2, "hogql_format_datetime($0, $1)")])),
+        ),
+        ("toISOWeek", meta(1, 1, Template(&[(1, "hogql_week($0, 3)")]))),
+        (
+            "toWeek",
+            meta(
+                1,
+                2,
+                Template(&[(1, "hogql_week($0, 0)"), (2, "hogql_week($0, $1)")]),
+            ),
+        ),
+        ("toISOYear", meta(1, 1, Template(&[(1, "hogql_iso_year($0)")]))),
+        (
+            "timeZoneOf",
+            meta(1, 1, Template(&[(1, "hogql_time_zone_of($0)")])),
+        ),
+        ("addSeconds", meta(2, 2, Special(add_seconds))),
+        ("addMinutes", meta(2, 2, Special(add_minutes))),
+        ("addHours", meta(2, 2, Special(add_hours))),
+        ("addDays", meta(2, 2, Special(add_days))),
+        ("addWeeks", meta(2, 2, Special(add_weeks))),
+        ("addMonths", meta(2, 2, Special(add_months))),
+        ("addQuarters", meta(2, 2, Special(add_quarters))),
+        ("addYears", meta(2, 2, Special(add_years))),
+        ("subtractSeconds", meta(2, 2, Special(subtract_seconds))),
+        ("subtractMinutes", meta(2, 2, Special(subtract_minutes))),
+        ("subtractHours", meta(2, 2, Special(subtract_hours))),
+        ("subtractDays", meta(2, 2, Special(subtract_days))),
+        ("subtractWeeks", meta(2, 2, Special(subtract_weeks))),
+        ("subtractMonths", meta(2, 2, Special(subtract_months))),
+        ("subtractQuarters", meta(2, 2, Special(subtract_quarters))),
+        ("subtractYears", meta(2, 2, Special(subtract_years))),
         ("dateAdd", meta(2, 3, Special(date_add))),
         ("date_add", meta(2, 3, Special(date_add))),
         ("dateSub", meta(2, 3, Special(date_sub))),
@@ -1236,7 +1306,11 @@ fn unit_name(text: &str) -> Option<&'static str> {
 }
 
 fn unit_of(expr: &Expr, function: &str) -> Result<&'static str, QueryError> {
-    let unit = string_argument(expr, function)?;
+    // ClickHouse writes the unit bare (`dateAdd(day, 3, t)`), HogQL also quoted.
+    let unit = match expr {
+        Expr::Identifier(ident) if ident.quote_style.is_none() => ident.value.clone(),
+        _ => string_argument(expr, function)?,
+    };
     unit_name(&unit).ok_or_else(|| {
         QueryError::Query(format!(
             "Function '{function}' got an unknown unit '{unit}'"
@@ -1344,6 +1418,135 @@ fn date_shift(args: Vec<Expr>, function: &str, plus: bool) -> Result<Expr, Query
             "Function '{function}' expects 2 or 3 arguments"
         ))),
     }
+}
+
+/// `addDays(t, n)` and the like: `dateAdd` with the unit in the name.
+fn shift_by(mut args: Vec<Expr>, unit: &str, plus: bool) -> Result<Expr, QueryError> {
+    args.push(string_literal(unit));
+    template::call(if plus { "hogql_date_add" } else { "hogql_date_sub" }, &args)
+}
+
+fn add_seconds(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "second", true)
+}
+fn add_minutes(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "minute", true)
+}
+fn add_hours(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "hour", true)
+}
+fn add_days(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "day", true)
+}
+fn add_weeks(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "week", true)
+}
+fn add_months(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "month", true)
+}
+fn add_quarters(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "quarter", true)
+}
+fn add_years(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "year", true)
+}
+fn subtract_seconds(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "second", false)
+}
+fn subtract_minutes(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "minute", false)
+}
+fn subtract_hours(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "hour", false)
+}
+fn subtract_days(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "day", false)
+}
+fn subtract_weeks(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "week", false)
+}
+fn subtract_months(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "month", false)
+}
+fn subtract_quarters(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "quarter", false)
+}
+fn subtract_years(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    shift_by(args, "year", false)
+}
+
+/// `dateTrunc(unit, t)`: ClickHouse gives a date for weeks and longer, a date-time otherwise.
+fn date_trunc(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let unit = unit_of(&args[0], "dateTrunc")?;
+    let value = vec![string_literal(unit), args[1].clone()];
+    match unit {
+        "week" | "month" | "quarter" | "year" => {
+            instantiate("CAST(date_trunc($0, $1) AS DATE)", value)
+        }
+        _ => instantiate("date_trunc($0, $1)", value),
+    }
+}
+
+/// `toStartOfInterval(t, INTERVAL n unit[, 'Zone'])`: the interval must be constant.
+fn start_of_interval(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let Some((count, unit)) = interval_parts(&args[1]) else {
+        return Err(QueryError::Query(
+            "Function 'toStartOfInterval' expects an interval such as INTERVAL 15 MINUTE".into(),
+        ));
+    };
+    let mut call = vec![args[0].clone(), count, string_literal(unit)];
+    if let Some(zone) = args.get(2) {
+        let zone = string_argument(zone, "toStartOfInterval")?;
+        if zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(QueryError::Query(format!(
+                "Unknown time zone '{zone}' in toStartOfInterval"
+            )));
+        }
+        call.push(string_literal(&zone));
+    }
+    template::call("hogql_start_of_interval", &call)
+}
+
+/// `toDateTime64(x, precision[, 'Zone'])`: our date-times keep microseconds (precision 6);
+/// 0 and 3 truncate to seconds and milliseconds as ClickHouse does.
+fn to_datetime64(mut args: Vec<Expr>, parameters: &[Expr]) -> Result<Expr, QueryError> {
+    let precision = match args.get(1) {
+        Some(precision) => number_argument(precision, "toDateTime64")? as i64,
+        None => 6,
+    };
+    if args.len() > 1 {
+        args.remove(1);
+    }
+    let value = to_datetime(args, parameters)?;
+    match precision {
+        6..=9 => Ok(value),
+        3 => template::expr(
+            &format!("date_trunc('millisecond', {}0)", template::SLOT),
+            &[value],
+        ),
+        0 => template::expr(
+            &format!("date_trunc('second', {}0)", template::SLOT),
+            &[value],
+        ),
+        _ => Err(QueryError::Query(
+            "toDateTime64 supports the precisions 0, 3 and 6 (microseconds)".into(),
+        )),
+    }
+}
+
+/// `parseDateTime(text, format[, 'Zone'])` (HogQL: `parseDateTimeOrNull`): NULL when the text
+/// does not match the format.
+fn parse_datetime(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    string_argument(&args[1], "parseDateTime")?;
+    if let Some(zone) = args.get(2) {
+        let zone = string_argument(zone, "parseDateTime")?;
+        if zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(QueryError::Query(format!(
+                "Unknown time zone '{zone}' in parseDateTime"
+            )));
+        }
+    }
+    template::call("hogql_parse_datetime", &args)
 }
 
 fn date_add(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {

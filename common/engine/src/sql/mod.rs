@@ -298,11 +298,17 @@ pub async fn open_session(
         .with_physical_optimizer_rule(Arc::new(plain_scan::PlainDeltaScans))
         .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups))
         .build();
-    let ctx = SessionContext::new_with_state(session_state);
+    let mut ctx = SessionContext::new_with_state(session_state);
     // Our UDFs read naive date-time text in the project's time zone.
     for udf in udfs::all(zone) {
         ctx.register_udf(udf);
     }
+    // `DateTime - DateTime` is a number of seconds, as in ClickHouse.
+    datafusion::execution::FunctionRegistry::register_expr_planner(
+        &mut ctx,
+        Arc::new(udfs::DateTimeMinus::new(zone)),
+    )
+    .map_err(QueryError::internal)?;
     ctx.register_udf(date_trunc::date_trunc());
     ctx.register_udaf(funnel::aggregate_funnel());
     ctx.register_udaf(uniq::aggregate_uniq());

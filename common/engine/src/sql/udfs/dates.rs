@@ -108,34 +108,11 @@ pub(super) fn date_diff(
     Ok(Arc::new(out.finish()))
 }
 
-/// Lenient parsing as ClickHouse's `*BestEffortOrNull`: dates, date-times with a space or a
-/// `T`, fractions, a zone suffix; anything else is NULL. Text without an offset is a wall time in
-/// `zone` (the project's time zone, as PostHog reads it); `Z` or an offset keeps its own.
+/// Lenient parsing as ClickHouse's `parseDateTime64BestEffortOrNull` (what HogQL's
+/// `toDateTime` of text is): text without an offset is a wall time in `zone` (the project's time
+/// zone, as PostHog reads it); `Z` or an offset keeps its own. Anything else is NULL.
 fn parse_datetime(text: &str, zone: chrono_tz::Tz) -> Option<DateTime<Utc>> {
-    let text = text.trim();
-    if let Ok(parsed) = DateTime::parse_from_rfc3339(text) {
-        return Some(parsed.with_timezone(&Utc));
-    }
-    for format in [
-        "%Y-%m-%d %H:%M:%S%.f%#z",
-        "%Y-%m-%d %H:%M:%S%#z",
-        "%Y-%m-%dT%H:%M:%S%.f%#z",
-        "%Y-%m-%d %H:%M%#z",
-        "%Y-%m-%dT%H:%M%#z",
-    ] {
-        if let Ok(parsed) = DateTime::parse_from_str(text, format) {
-            return Some(parsed.with_timezone(&Utc));
-        }
-    }
-    if let Some(naive) = text
-        .strip_suffix('Z')
-        .or_else(|| text.strip_suffix(" UTC"))
-        .and_then(common::dates::naive_datetime)
-    {
-        return Some(naive.and_utc());
-    }
-    common::dates::naive_datetime(text)
-        .map(|naive| common::dates::wall_time(naive, zone).with_timezone(&Utc))
+    super::best_effort::best_effort(text, zone)
 }
 
 pub(super) fn to_datetime(
@@ -190,12 +167,16 @@ pub(super) fn to_datetime(
             let mut out =
                 TimestampMicrosecondBuilder::with_capacity(dates.len()).with_timezone(zone.name());
             for row in 0..dates.len() {
-                out.append_option((!dates.is_null(row)).then(|| {
-                    let midnight = date_of(dates.value(row)).and_time(chrono::NaiveTime::MIN);
-                    common::dates::wall_time(midnight, zone)
-                        .with_timezone(&Utc)
-                        .timestamp_micros()
-                }));
+                out.append_option(
+                    (!dates.is_null(row))
+                        .then(|| {
+                            let midnight =
+                                date_of(dates.value(row)).and_time(chrono::NaiveTime::MIN);
+                            super::best_effort::wall_time(midnight, zone)
+                                .map(|moment| moment.timestamp_micros())
+                        })
+                        .flatten(),
+                );
             }
             Ok(Arc::new(out.finish()))
         }
@@ -212,11 +193,8 @@ pub(super) fn days_of(date: NaiveDate) -> i32 {
     (date - epoch).num_days() as i32
 }
 
-pub(super) fn to_date(
-    args: &[ColumnarValue],
-    rows: usize,
-    zone: chrono_tz::Tz,
-) -> Result<ArrayRef> {
+/// Text is read as `toDateOrNull` reads it (its date part only, whatever the zone).
+pub(super) fn to_date(args: &[ColumnarValue], rows: usize, _: chrono_tz::Tz) -> Result<ArrayRef> {
     let array = argument(args, 0, "toDate")?.to_array(rows)?;
     match array.data_type() {
         DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => {
@@ -226,9 +204,9 @@ pub(super) fn to_date(
             for row in 0..text.len() {
                 out.append_option(
                     (!text.is_null(row))
-                        .then(|| parse_datetime(text.value(row), zone))
+                        .then(|| super::best_effort::date_text(text.value(row)))
                         .flatten()
-                        .map(|moment| days_of(moment.with_timezone(&zone).date_naive())),
+                        .map(days_of),
                 );
             }
             Ok(Arc::new(out.finish()))

@@ -7,20 +7,28 @@
 //! `toStartOfWeek`), `intervals` (`toInterval*`, `dateAdd`/`dateSub`), `casts` (`toInt`,
 //! `toFloat`), `length` and `uniq` (the hash `uniq` counts).
 
+mod best_effort;
 mod bits;
 mod casts;
 mod convert;
+mod date_udf;
 mod dates;
+mod datetime_minus;
+mod format_datetime;
 mod hashes;
 mod int_div;
 mod intervals;
 pub(crate) mod json;
 mod length;
 mod round;
+mod start_of_interval;
 mod to_string;
 mod type_name;
 mod uniq;
 mod uuids;
+mod weeks;
+
+pub use datetime_minus::DateTimeMinus;
 
 use std::sync::Arc;
 
@@ -161,6 +169,12 @@ pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
     all.push(int_div::udf());
     all.extend(hashes::udfs());
     all.extend(uuids::udfs(zone));
+    // Dates and times, each a self-contained UDF.
+    all.extend(best_effort::functions(zone));
+    all.extend(format_datetime::functions(zone));
+    all.extend(start_of_interval::functions(zone));
+    all.extend(weeks::functions(zone));
+    all.push(datetime_minus::function(zone));
     all
 }
 
