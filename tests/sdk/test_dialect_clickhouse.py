@@ -58,9 +58,11 @@ from node_harness import keep_logs  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "tests", "dialect")
 FUNCTION_LIST = os.path.join(ROOT, "docs", "sql-functions.md")
+# PostHog's HogQLGlobalSettings that change answers (`transform_null_in`), the project's zone,
+# and JSON output that keeps numbers numbers.
 CLICKHOUSE_SETTINGS = (
-    "SETTINGS session_timezone = 'UTC', output_format_json_quote_64bit_integers = 0, "
-    "output_format_json_quote_decimals = 0"
+    "SETTINGS session_timezone = 'UTC', transform_null_in = 1, "
+    "output_format_json_quote_64bit_integers = 0, output_format_json_quote_decimals = 0"
 )
 
 # The rows every `FROM events` case reads, on both sides.
