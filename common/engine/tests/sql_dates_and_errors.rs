@@ -258,12 +258,14 @@ async fn naive_text_and_today_in_the_project_zone() {
             serde_json::json!("2026-11-01T00:00:00-04:00"),
             serde_json::json!("2026-11-01T12:30:00-05:00"),
             serde_json::json!("2026-11-01"),
-            serde_json::json!("2026-10-31"),
+            // ClickHouse's toDateOrNull reads `YYYY-MM-DD` followed by nothing or a space.
+            serde_json::Value::Null,
             serde_json::json!("2026-10-31T20:00:00-04:00"),
             // The first 01:30 of the night the clocks go back (EDT).
             serde_json::json!(1_793_511_000),
-            // 02:30 does not exist on 8 March: the time after the gap.
-            serde_json::json!("2026-03-08T03:30:00-04:00"),
+            // 02:30 does not exist on 8 March: ClickHouse reads it with the offset after the
+            // change (EDT), which is 01:30 EST.
+            serde_json::json!("2026-03-08T01:30:00-05:00"),
         ]
     );
     let output = run("select toDateTime('2026-11-01 00:00:00')", "Europe/Paris")
