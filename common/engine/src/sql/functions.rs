@@ -3,11 +3,13 @@
 //! text); a few need our own UDFs (`udfs.rs`) for ClickHouse semantics.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
-    ObjectNamePart, UnaryOperator, Value,
+    CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
+    LambdaFunction, LambdaFunctionParameter, LambdaSyntax, ObjectName, ObjectNamePart,
+    OneOrManyWithParens, UnaryOperator, Value, VisitMut, VisitorMut,
 };
 
 use super::{QueryError, template};
@@ -555,8 +557,8 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("greatest", meta(2, ANY, Rename("greatest"))),
         ("least", meta(2, ANY, Rename("least"))),
         // Strings.
-        ("lower", meta(1, 1, Rename("lower"))),
-        ("upper", meta(1, 1, Rename("upper"))),
+        ("lower", meta(1, 1, Rename("hogql_lower_ascii"))),
+        ("upper", meta(1, 1, Rename("hogql_upper_ascii"))),
         ("lowerUTF8", meta(1, 1, Rename("lower"))),
         ("upperUTF8", meta(1, 1, Rename("upper"))),
         ("length", meta(1, 1, Template(&[(1, "hogql_length($0)")]))),
@@ -572,32 +574,23 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "notEmpty",
             meta(1, 1, Template(&[(1, "(hogql_length($0) > 0)")])),
         ),
-        ("concat", meta(2, ANY, Rename("concat"))),
-        ("concatWithSeparator", meta(2, ANY, Rename("concat_ws"))),
+        ("concat", meta(1, ANY, Rename("hogql_concat"))),
         (
-            "substring",
-            meta(
-                2,
-                3,
-                Template(&[(2, "substr($0, $1)"), (3, "substr($0, $1, $2)")]),
-            ),
-        ),
-        (
-            "substringUTF8",
-            meta(
-                2,
-                3,
-                Template(&[(2, "substr($0, $1)"), (3, "substr($0, $1, $2)")]),
-            ),
+            "concatWithSeparator",
+            meta(2, ANY, Rename("hogql_concat_ws")),
         ),
         ("trim", meta(1, 1, Rename("btrim"))),
         ("trimLeft", meta(1, 1, Rename("ltrim"))),
         ("trimRight", meta(1, 1, Rename("rtrim"))),
-        ("leftPad", meta(2, 3, Rename("lpad"))),
-        ("rightPad", meta(2, 3, Rename("rpad"))),
+        ("leftPad", meta(2, 3, Rename("hogql_left_pad"))),
+        ("rightPad", meta(2, 3, Rename("hogql_right_pad"))),
         ("startsWith", meta(2, 2, Rename("starts_with"))),
         ("endsWith", meta(2, 2, Rename("ends_with"))),
-        ("position", meta(2, 2, Rename("strpos"))),
+        ("position", meta(2, 3, Rename("hogql_position"))),
+        ("positionUTF8", meta(2, 3, Rename("hogql_position_utf8"))),
+        // Bytes, as ClickHouse counts them; the UTF8 variants count code points.
+        ("substring", meta(2, 3, Rename("hogql_substring"))),
+        ("substringUTF8", meta(2, 3, Rename("hogql_substring_utf8"))),
         ("replace", meta(3, 3, Rename("replace"))),
         ("replaceAll", meta(3, 3, Rename("replace"))),
         (
@@ -608,7 +601,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "replaceRegexpOne",
             meta(3, 3, Template(&[(3, "regexp_replace($0, $1, $2)")])),
         ),
-        ("reverse", meta(1, 1, Rename("reverse"))),
+        ("reverse", meta(1, 1, Rename("hogql_reverse"))),
         ("repeat", meta(2, 2, Rename("repeat"))),
         (
             "like",
@@ -636,24 +629,32 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ),
         (
             "extract",
-            meta(2, 2, Template(&[(2, "regexp_match($0, $1)[1]")])),
-        ),
-        (
-            "splitByChar",
-            meta(2, 2, Template(&[(2, "string_to_array($1, $0)")])),
-        ),
-        (
-            "splitByString",
-            meta(2, 2, Template(&[(2, "string_to_array($1, $0)")])),
+            meta(
+                2,
+                2,
+                Template(&[(
+                    2,
+                    "CASE WHEN $0 IS NULL THEN NULL ELSE coalesce(regexp_match($0, $1)[1], '') END",
+                )]),
+            ),
         ),
         (
             "base64Encode",
-            meta(1, 1, Template(&[(1, "encode($0, 'base64')")])),
+            meta(
+                1,
+                1,
+                Template(&[(
+                    1,
+                    "rpad(encode($0, 'base64'), CAST((octet_length($0) + 2) / 3 * 4 AS INT), '=')",
+                )]),
+            ),
         ),
         (
             "base64Decode",
             meta(
                 1,
+        ("splitByChar", meta(2, 2, Rename("hogql_split_by_char"))),
+        ("splitByString", meta(2, 2, Rename("hogql_split_by_string"))),
                 1,
                 Template(&[(1, "CAST(decode($0, 'base64') AS VARCHAR)")]),
             ),
@@ -662,7 +663,11 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("array", meta(0, ANY, Rename("make_array"))),
         (
             "has",
-            meta(2, 2, Template(&[(2, "coalesce(array_has($0, $1), false)")])),
+            meta(
+                2,
+                2,
+                Template(&[(2, "(coalesce(array_position($0, $1), 0) > 0)")]),
+            ),
         ),
         ("hasAll", meta(2, 2, Rename("array_has_all"))),
         ("hasAny", meta(2, 2, Rename("array_has_any"))),
@@ -677,14 +682,21 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("arrayJoin", meta(1, 1, Rename("unnest"))),
         ("arraySort", meta(1, 1, Rename("array_sort"))),
         // Lambdas (`x -> x * 2`) come first in ClickHouse, second in DataFusion.
-        ("arrayMap", meta(2, 2, Special(array_map))),
-        ("arrayFilter", meta(2, 2, Special(array_filter))),
-        ("arrayExists", meta(2, 2, Special(array_exists))),
-        ("arrayAll", meta(2, 2, Special(array_all))),
-        ("arrayFirst", meta(2, 2, Special(array_first))),
-        ("arrayDistinct", meta(1, 1, Rename("array_distinct"))),
+        // Several arrays go zipped, the lambda's parameters reading the zipped fields.
+        ("arrayMap", meta(2, ANY, Special(array_map))),
+        ("arrayFilter", meta(2, ANY, Special(array_filter))),
+        ("arrayExists", meta(2, ANY, Special(array_exists))),
+        ("arrayAll", meta(2, ANY, Special(array_all))),
+        ("arrayFirst", meta(2, ANY, Special(array_first))),
+        ("arrayCount", meta(1, ANY, Special(array_count))),
+        ("tuple", meta(0, ANY, Special(tuple))),
+        ("tupleElement", meta(2, 2, Special(tuple_element))),
+        (
+            "arrayDistinct",
+            meta(1, 1, Template(&[(1, "array_distinct(array_compact($0))")])),
+        ),
         ("arrayConcat", meta(2, ANY, Rename("array_concat"))),
-        ("arraySlice", meta(2, 3, Special(array_slice))),
+        ("arraySlice", meta(2, 3, Rename("hogql_array_slice"))),
         ("arrayReverse", meta(1, 1, Rename("array_reverse"))),
         (
             "arrayStringConcat",
@@ -697,10 +709,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 ]),
             ),
         ),
-        (
-            "arrayElement",
-            meta(2, 2, Template(&[(2, "array_element($0, $1)")])),
-        ),
+        ("arrayElement", meta(2, 2, Rename("hogql_array_element"))),
         (
             "range",
             meta(
@@ -817,7 +826,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             meta(1, ANY, Rename("hogql_json_string")),
         ),
         ("JSONExtractInt", meta(1, ANY, Rename("hogql_json_int"))),
-        ("JSONExtractUInt", meta(1, ANY, Rename("hogql_json_int"))),
+        ("JSONExtractUInt", meta(1, ANY, Rename("hogql_json_uint"))),
         ("JSONExtractFloat", meta(1, ANY, Rename("hogql_json_float"))),
         ("JSONExtractBool", meta(1, ANY, Rename("hogql_json_bool"))),
         ("JSONExtractRaw", meta(1, ANY, Rename("hogql_json_raw"))),
@@ -832,6 +841,13 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
     map
 });
 
+        ("JSONExtract", meta(2, ANY, Rename("hogql_json_extract"))),
+        (
+            "JSONExtractArrayRaw",
+            meta(1, ANY, Rename("hogql_json_array_raw")),
+        ),
+        ("JSONType", meta(1, ANY, Rename("hogql_json_type"))),
+        ("isValidJSON", meta(1, 1, Rename("hogql_json_is_valid"))),
 /// Names matched whatever their case (as in ClickHouse/HogQL).
 const CASE_INSENSITIVE: &[&str] = &[
     "count",
@@ -1185,21 +1201,9 @@ fn multi_if(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     template::expr(&text, &args)
 }
 
-/// `f(lambda, array)` as DataFusion's higher-order `name(array, lambda)`; the lambda is passed as
-/// it is (a template would parenthesize it, which DataFusion does not take for a lambda).
-fn higher_order(name: &str, mut args: Vec<Expr>) -> Result<Expr, QueryError> {
-    let array = args.pop();
-    let lambda = args.pop();
-    let (Some(array), Some(Expr::Lambda(lambda))) = (array, lambda) else {
-        return Err(QueryError::Query(format!(
-            "{name}: the first argument must be a lambda such as x -> x * 2, the second an array"
-        )));
-    };
-    if lambda.params.len() != 1 {
-        return Err(QueryError::Query(
-            "Lambdas over several arrays are not supported: use one parameter".into(),
-        ));
-    }
+/// `name(array, lambda)`, DataFusion's higher-order call; the lambda is passed as it is (a
+/// template would parenthesize it, which DataFusion does not take for a lambda).
+fn with_lambda(name: &str, array: Expr, lambda: LambdaFunction) -> Result<Expr, QueryError> {
     let mut call = template::call(name, &[array, number(0.0)])?;
     if let Expr::Function(function) = &mut call
         && let FunctionArguments::List(list) = &mut function.args
@@ -1211,31 +1215,164 @@ fn higher_order(name: &str, mut args: Vec<Expr>) -> Result<Expr, QueryError> {
 }
 
 fn array_map(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    higher_order("array_transform", args)
+    let (lambda, array) = lambda_over("arrayMap", args)?;
+    with_lambda("array_transform", array, lambda)
+}
+
+/// The elements of the first array whose lambda holds.
+fn filtered(function: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
+    let several = args.len() > 2;
+    let (lambda, array) = lambda_over(function, args)?;
+    let kept = with_lambda("array_filter", array, condition(lambda))?;
+    if !several {
+        return Ok(kept);
+    }
+    let first = LambdaFunction {
+        params: OneOrManyWithParens::One(LambdaFunctionParameter {
+            name: Ident::new(ZIPPED),
+            data_type: None,
+        }),
+        body: Box::new(zipped_field(1)?),
+        syntax: LambdaSyntax::Arrow,
+    };
+    with_lambda("array_transform", kept, first)
 }
 
 fn array_filter(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    higher_order("array_filter", args)
+    filtered("arrayFilter", args)
 }
 
 fn array_exists(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    higher_order("array_any_match", args)
+    let (lambda, array) = lambda_over("arrayExists", args)?;
+    with_lambda("array_any_match", array, condition(lambda))
 }
 
 fn array_first(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    higher_order("array_first", args)
+    let witness = args
+        .get(1)
+        .cloned()
+        .ok_or_else(|| QueryError::Query("arrayFirst: expects a lambda and an array".into()))?;
+    let kept = filtered("arrayFirst", args)?;
+    template::call("hogql_array_element", &[kept, number(1.0), witness])
+}
+
+/// `arrayCount([lambda,] array...)`: how many elements the lambda (else the element itself)
+/// holds for.
+fn array_count(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let kept = match args.as_slice() {
+        [array] => {
+            let itself = LambdaFunction {
+                params: OneOrManyWithParens::One(LambdaFunctionParameter {
+                    name: Ident::new("__element"),
+                    data_type: None,
+                }),
+                body: Box::new(Expr::Identifier(Ident::new("__element"))),
+                syntax: LambdaSyntax::Arrow,
+            };
+            with_lambda("array_filter", array.clone(), condition(itself))?
+        }
+        _ => filtered("arrayCount", args)?,
+    };
+    template::call("cardinality", &[kept])
+/// The parameter a lambda over zipped arrays takes.
+const ZIPPED: &str = "__zipped";
+
+/// `f(lambda, array...)`'s lambda and the array it runs over: one array as it is; several
+/// zipped into one array of structs (fields `1`, `2`...), the lambda's parameters reading them.
+fn lambda_over(function: &str, mut args: Vec<Expr>) -> Result<(LambdaFunction, Expr), QueryError> {
+    let refused = || {
+        QueryError::Query(format!(
+            "{function}: the first argument must be a lambda such as x -> x * 2, then one array per parameter"
+        ))
+    };
+    if args.len() < 2 {
+        return Err(refused());
+    }
+    let Expr::Lambda(mut lambda) = args.remove(0) else {
+        return Err(refused());
+    };
+    let params: Vec<String> = match &lambda.params {
+        OneOrManyWithParens::One(param) => vec![param.name.value.clone()],
+        OneOrManyWithParens::Many(params) => params.iter().map(|p| p.name.value.clone()).collect(),
+    };
+    if params.len() != args.len() {
+        return Err(QueryError::Query(format!(
+            "{function}: the lambda takes {} parameters for {} arrays",
+            params.len(),
+            args.len()
+        )));
+    }
+    if let [array] = args.as_slice() {
+        return Ok((lambda, array.clone()));
+    }
+    let zipped = template::call("arrays_zip", &args)?;
+    let mut fields = ZippedFields { params };
+    let _ = VisitMut::visit(lambda.body.as_mut(), &mut fields);
+    lambda.params = OneOrManyWithParens::One(LambdaFunctionParameter {
+        name: Ident::new(ZIPPED),
+        data_type: None,
+    });
+    Ok((lambda, zipped))
+}
+
+/// A zipped struct's field `n` (1-based), as the zipped lambda reads it.
+fn zipped_field(index: usize) -> Result<Expr, QueryError> {
+    template::call(
+        "get_field",
+        &[
+            Expr::Identifier(Ident::new(ZIPPED)),
+            string_literal(&index.to_string()),
+        ],
+    )
+}
+
+/// Each parameter of a lambda over several arrays becomes its field of the zipped struct.
+struct ZippedFields {
+    params: Vec<String>,
+}
+
+impl VisitorMut for ZippedFields {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Identifier(ident) = expr
+            && ident.quote_style.is_none()
+            && let Some(index) = self.params.iter().position(|p| *p == ident.value)
+            && let Ok(field) = zipped_field(index + 1)
+        {
+            *expr = field;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// A lambda whose body is a condition: ClickHouse takes any number (non-zero is true).
+fn condition(mut lambda: LambdaFunction) -> LambdaFunction {
+    let body = std::mem::replace(lambda.body.as_mut(), Expr::Value(Value::Null.into()));
+    *lambda.body = Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(Expr::Nested(Box::new(body))),
+        data_type: DataType::Boolean,
+        array: false,
+        format: None,
+    };
+    lambda
+}
+
 }
 
 /// `arrayAll(f, a)`: no element fails `f`.
-fn array_all(mut args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    if let Some(Expr::Lambda(lambda)) = args.first_mut() {
-        let body = std::mem::replace(lambda.body.as_mut(), Expr::Value(Value::Null.into()));
-        *lambda.body = Expr::UnaryOp {
-            op: UnaryOperator::Not,
-            expr: Box::new(Expr::Nested(Box::new(body))),
-        };
-    }
-    let any_fails = higher_order("array_any_match", args)?;
+fn array_all(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let (lambda, array) = lambda_over("arrayAll", args)?;
+    let mut lambda = condition(lambda);
+    let body = std::mem::replace(lambda.body.as_mut(), Expr::Value(Value::Null.into()));
+    *lambda.body = Expr::UnaryOp {
+        op: UnaryOperator::Not,
+        expr: Box::new(Expr::Nested(Box::new(body))),
+    };
+    let any_fails = with_lambda("array_any_match", array, lambda)?;
+/// `arrayFirst`: the first element whose lambda holds, else the element type's default (NULL
+/// when the first array holds NULLs, as ClickHouse's Nullable elements give).
     Ok(Expr::UnaryOp {
         op: UnaryOperator::Not,
         expr: Box::new(Expr::Nested(Box::new(any_fails))),
@@ -1256,6 +1393,34 @@ fn to_time_zone(mut args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
         timestamp: Box::new(timestamp),
         time_zone: Box::new(string_literal(&zone)),
     })))
+/// `tupleElement(t, n)`: the n-th (1-based, constant) element of a tuple.
+fn tuple_element(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let index = number_argument(&args[1], "tupleElement")?;
+    if index < 1.0 || index.fract() != 0.0 {
+        return Err(QueryError::Query(
+            "Function 'tupleElement' takes a constant 1-based index".into(),
+        ));
+    }
+    template::call(
+        "get_field",
+        &[args[0].clone(), string_literal(&(index as u64).to_string())],
+    )
+}
+
+/// `tuple(a, b...)` (and `(a, b)`): a struct whose fields are named `1`, `2`... so `t.1` reads
+/// the first. The empty tuple is written `[]`, as ClickHouse writes it.
+pub fn tuple(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    if args.is_empty() {
+        return template::call("make_array", &[]);
+    }
+    let mut named = Vec::with_capacity(args.len() * 2);
+    for (index, arg) in args.into_iter().enumerate() {
+        named.push(string_literal(&(index + 1).to_string()));
+        named.push(arg);
+    }
+    template::call("named_struct", &named)
+}
+
 }
 
 /// `toStartOfDay(t[, 'Zone'])`: with a zone, the day of that zone's calendar.
@@ -1555,14 +1720,6 @@ fn date_add(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
 
 fn date_sub(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     date_shift(args, "dateSub", false)
-}
-
-fn array_slice(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    // ClickHouse takes (array, offset, length); DataFusion (array, from, to), both 1-based.
-    match args.len() {
-        2 => instantiate("array_slice($0, $1, cardinality($0))", args),
-        _ => instantiate("array_slice($0, $1, $1 + $2 - 1)", args),
-    }
 }
 
 /// A property access: `properties.a.b` → `hogql_prop(properties, 'a', 'b')`.

@@ -75,6 +75,21 @@ fn rewrite_tokens(
                 out.push(TokenWithSpan::new(quoted_word(name), item.span));
             }
             Token::DoubleEq => out.push(TokenWithSpan::new(Token::Eq, item.span)),
+            // `t.1` (a tuple's first element) reads field `1` of the struct a tuple is: `t['1']`.
+            Token::Number(ref text, _)
+                if tuple_index(text).is_some()
+                    && out.last().is_some_and(|last: &TokenWithSpan| {
+                        matches!(last.token, Token::RParen | Token::RBracket | Token::Word(_))
+                    }) =>
+            {
+                let index = tuple_index(text).unwrap_or_default().to_owned();
+                out.push(TokenWithSpan::new(Token::LBracket, item.span));
+                out.push(TokenWithSpan::new(
+                    Token::SingleQuotedString(index),
+                    item.span,
+                ));
+                out.push(TokenWithSpan::new(Token::RBracket, item.span));
+            }
             Token::LBrace => {
                 // `{name}` or `{a.b.c}`: a binding, never text spliced into the query.
                 let mut path = Vec::new();
@@ -180,6 +195,12 @@ fn split_interval_strings(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         index = literal + 1;
     }
     out
+}
+
+/// The digits of `.N` (a tuple element access), if `text` is one.
+fn tuple_index(text: &str) -> Option<&str> {
+    text.strip_prefix('.')
+        .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn is_dollar_identifier(name: &str) -> bool {

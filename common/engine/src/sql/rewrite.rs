@@ -7,9 +7,10 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, BinaryOperator, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator,
-    LimitClause, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Subscript,
-    TableAlias, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+    AccessExpr, BinaryOperator, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident,
+    JoinConstraint, JoinOperator, LimitClause, ObjectNamePart, OrderByKind, Query, Select,
+    SelectItem, SetExpr, Subscript, TableAlias, TableFactor, Value, Visit, VisitMut, Visitor,
+    VisitorMut,
 };
 use serde_json::Value as Json;
 
@@ -94,6 +95,9 @@ pub fn rewrite(
         used: HashSet::new(),
     };
     if let ControlFlow::Break(error) = VisitMut::visit(&mut query, &mut rewriter) {
+        return Err(error);
+    }
+    if let ControlFlow::Break(error) = VisitMut::visit(&mut query, &mut NumbersTables) {
         return Err(error);
     }
     let page = match window {
@@ -514,6 +518,18 @@ fn check_select(select: &mut Select) -> ControlFlow<QueryError> {
     ControlFlow::Continue(())
 }
 
+/// A string literal (`x['key']` reads a key, not an array element).
+fn is_text(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(value) => matches!(
+            value.value,
+            Value::SingleQuotedString(_) | Value::DoubleQuotedString(_)
+        ),
+        Expr::Nested(inner) => is_text(inner),
+        _ => false,
+    }
+}
+
 fn ident_path(expr: &Expr) -> Option<Vec<String>> {
     match expr {
         Expr::Identifier(ident) => Some(vec![ident.value.clone()]),
@@ -605,7 +621,14 @@ impl VisitorMut for Rewriter {
                     [ObjectNamePart::Identifier(ident)] => ident.value.clone(),
                     _ => return refuse(format!("Unknown table `{name}`.")),
                 };
-                if args.is_some() {
+                if let Some(args) = args {
+                    // `numbers(n)`: the one table function, replaced by `range` after the visit.
+                    if table == NUMBERS && !self.ctes.contains(&table) {
+                        return match numbers_range(&args.args) {
+                            Ok(_) => ControlFlow::Continue(()),
+                            Err(error) => ControlFlow::Break(error),
+                        };
+                    }
                     return refuse(format!("Table '{table}' does not accept arguments"));
                 }
                 if !with_hints.is_empty()
@@ -660,6 +683,57 @@ impl VisitorMut for Rewriter {
             return match replacement {
                 Ok(replacement) => {
                     *expr = replacement;
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            };
+        }
+        // `a[i]` on an array: ClickHouse's `arrayElement` (the type's default past the end).
+        if let Expr::CompoundFieldAccess { root, access_chain } = expr
+            && !access_chain.is_empty()
+            && access_chain.iter().all(|access| {
+                matches!(access, AccessExpr::Subscript(Subscript::Index { index }) if !is_text(index))
+            })
+        {
+            let mut element = root.as_ref().clone();
+            for access in access_chain.iter() {
+                if let AccessExpr::Subscript(Subscript::Index { index }) = access {
+                    element = match template::call("hogql_array_element", &[element, index.clone()]) {
+                        Ok(element) => element,
+                        Err(error) => return ControlFlow::Break(error),
+                    };
+                }
+            }
+            *expr = element;
+            return ControlFlow::Continue(());
+        }
+        // `substring(s, offset[, length])` is parsed as SQL's SUBSTRING: ClickHouse's, in bytes.
+        if let Expr::Substring {
+            expr: text,
+            substring_from,
+            substring_for,
+            ..
+        } = expr
+        {
+            let mut args = vec![text.as_ref().clone()];
+            args.extend(substring_from.iter().map(|from| from.as_ref().clone()));
+            args.extend(substring_for.iter().map(|length| length.as_ref().clone()));
+            if args.len() < 2 {
+                return refuse("Function 'substring' expects 2 or 3 arguments");
+            }
+            return match template::call("hogql_substring", &args) {
+                Ok(call) => {
+                    *expr = call;
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            };
+        }
+        // `(a, b)`: a tuple, as `tuple(a, b)`.
+        if let Expr::Tuple(items) = expr {
+            return match functions::tuple(items.clone(), &[]) {
+                Ok(tuple) => {
+                    *expr = tuple;
                     ControlFlow::Continue(())
                 }
                 Err(error) => ControlFlow::Break(error),
@@ -887,6 +961,90 @@ impl VisitorMut for ReplaceInput {
                 sample: None,
             };
         }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The table function `numbers(n)` / `numbers(start, n)`: a column `number` (UInt64).
+const NUMBERS: &str = "numbers";
+/// Rows `numbers(...)` may give at most.
+const MAX_NUMBERS: u64 = 10_000_000;
+
+/// `numbers`' arguments as `(start, end)` (end excluded), refused unless constants within bounds.
+fn numbers_range(args: &[FunctionArg]) -> Result<(u64, u64), QueryError> {
+    let constants = args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => {
+                constant_u64(expr, "numbers()'s arguments")
+            }
+            _ => Err(QueryError::Query("numbers() takes constant numbers".into())),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (start, count) = match constants.as_slice() {
+        [count] => (0, *count),
+        [start, count] => (*start, *count),
+        _ => {
+            return Err(QueryError::Query(
+                "Table function 'numbers' requires 1 or 2 arguments: numbers(n) or numbers(start, n)"
+                    .into(),
+            ));
+        }
+    };
+    if count > MAX_NUMBERS {
+        return Err(QueryError::Query(format!(
+            "numbers() gives at most {MAX_NUMBERS} rows"
+        )));
+    }
+    let end = start
+        .checked_add(count)
+        .filter(|end| *end <= i64::MAX as u64)
+        .ok_or_else(|| QueryError::Query("numbers(): the numbers must stay within Int64".into()))?;
+    Ok((start, end))
+}
+
+/// Each `numbers(...)` in FROM (checked by the rewriter) becomes DataFusion's `range`.
+struct NumbersTables;
+
+impl VisitorMut for NumbersTables {
+    type Break = QueryError;
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<QueryError> {
+        let TableFactor::Table {
+            name,
+            args: Some(args),
+            alias,
+            ..
+        } = factor
+        else {
+            return ControlFlow::Continue(());
+        };
+        if name.to_string() != NUMBERS {
+            return ControlFlow::Continue(());
+        }
+        let (start, end) = match numbers_range(&args.args) {
+            Ok(range) => range,
+            Err(error) => return ControlFlow::Break(error),
+        };
+        let text = format!(
+            "SELECT CAST(value AS BIGINT UNSIGNED) AS number FROM range({start}, {end}) AS __numbers"
+        );
+        let subquery = match template::query(&text, &[]) {
+            Ok(subquery) => subquery,
+            Err(error) => return ControlFlow::Break(error),
+        };
+        let alias = alias.take().unwrap_or_else(|| TableAlias {
+            explicit: true,
+            name: Ident::new(NUMBERS),
+            columns: Vec::new(),
+            at: None,
+        });
+        *factor = TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(subquery),
+            alias: Some(alias),
+            sample: None,
+        };
         ControlFlow::Continue(())
     }
 }

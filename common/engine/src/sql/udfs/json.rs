@@ -11,17 +11,17 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::ColumnarValue;
-use jiter::{Jiter, JiterResult, NumberInt, Peek};
+use jiter::{Jiter, JiterResult, Peek};
 
 use super::{Kind, argument};
 
 /// One JSON path step: an object key or a 1-based array index (negative counts from the end).
-enum Step {
+pub(super) enum Step {
     Key(String),
     Index(i64),
 }
 
-fn path(args: &[ColumnarValue]) -> Result<Vec<Step>> {
+pub(super) fn path(args: &[ColumnarValue]) -> Result<Vec<Step>> {
     args.iter()
         .map(|arg| match arg {
             ColumnarValue::Scalar(scalar) => match scalar {
@@ -38,7 +38,7 @@ fn path(args: &[ColumnarValue]) -> Result<Vec<Step>> {
         .collect()
 }
 
-fn text_rows(value: &ColumnarValue, rows: usize) -> Result<ArrayRef> {
+pub(super) fn text_rows(value: &ColumnarValue, rows: usize) -> Result<ArrayRef> {
     let array = value.to_array(rows)?;
     match array.data_type() {
         DataType::Utf8 => Ok(array),
@@ -48,7 +48,7 @@ fn text_rows(value: &ColumnarValue, rows: usize) -> Result<ArrayRef> {
 }
 
 /// Walks to the value at `path`; true when it exists (the jiter then sits before the value).
-fn seek(jiter: &mut Jiter, path: &[Step]) -> JiterResult<bool> {
+pub(super) fn seek(jiter: &mut Jiter, path: &[Step]) -> JiterResult<bool> {
     for step in path {
         let peek = jiter.peek()?;
         match (step, peek) {
@@ -283,7 +283,7 @@ fn text_values(kind: Kind, input: &StringArray, steps: &[Step]) -> ArrayRef {
     let probe = KeyProbe::new(steps);
     for row in 0..input.len() {
         if input.is_null(row) {
-            builder.append_option(missing);
+            builder.append_null();
             continue;
         }
         let text = input.value(row);
@@ -292,9 +292,21 @@ fn text_values(kind: Kind, input: &StringArray, steps: &[Step]) -> ArrayRef {
             continue;
         }
         let mut jiter = Jiter::new(text.as_bytes());
-        match seek(&mut jiter, steps) {
-            Ok(true) => match text_value(kind, &mut jiter, text) {
+        match (seek(&mut jiter, steps), kind) {
+            (Ok(true), Kind::Property) => match text_value(kind, &mut jiter, text) {
                 Ok(value) => builder.append_option(value),
+                Err(_) => builder.append_option(missing),
+            },
+            // A string as it is (no copy); any other value is read whole and written back.
+            (Ok(true), Kind::JsonString) if matches!(jiter.peek(), Ok(Peek::String)) => {
+                match jiter.known_str() {
+                    Ok(value) => builder.append_value(value),
+                    Err(_) => builder.append_option(missing),
+                }
+            }
+            (Ok(true), _) => match read_node(&mut jiter) {
+                Ok(node) if kind == Kind::JsonString => builder.append_value(string_of(&node)),
+                Ok(node) => builder.append_value(raw(&node).unwrap_or_default()),
                 Err(_) => builder.append_option(missing),
             },
             _ => builder.append_option(missing),
@@ -312,7 +324,11 @@ pub(super) fn json(kind: Kind, args: &[ColumnarValue], rows: usize) -> Result<Ar
         ($builder:expr, $missing:expr, $extract:expr) => {{
             let mut builder = $builder;
             for row in 0..input.len() {
-                if input.is_null(row) || !probe.may_have(input.value(row)) {
+                if input.is_null(row) {
+                    builder.append_null();
+                    continue;
+                }
+                if !probe.may_have(input.value(row)) {
                     builder.append_option($missing);
                     continue;
                 }
@@ -329,39 +345,31 @@ pub(super) fn json(kind: Kind, args: &[ColumnarValue], rows: usize) -> Result<Ar
     }
     Ok(match kind {
         Kind::Property | Kind::JsonString | Kind::JsonRaw => text_values(kind, input, &steps),
+        // ClickHouse's readings of each JSON type (see `integer_of` and the others).
         Kind::JsonInt => each!(
             Int64Builder::with_capacity(rows),
             Some(0),
             |jiter: &mut Jiter, _text| -> JiterResult<Option<i64>> {
-                let peek = jiter.peek()?;
-                Ok(Some(match peek {
-                    Peek::True => 1,
-                    Peek::False => 0,
-                    peek if peek.is_num() => match jiter.known_int(peek) {
-                        Ok(NumberInt::Int(value)) => value,
-                        _ => 0,
-                    },
-                    _ => 0,
-                }))
+                let node = read_node(jiter)?;
+                Ok(Some(
+                    integer_of(&node, false)
+                        .and_then(|value| i64::try_from(value).ok())
+                        .unwrap_or(0),
+                ))
             }
         ),
         Kind::JsonFloat => each!(
             Float64Builder::with_capacity(rows),
             Some(0.0),
             |jiter: &mut Jiter, _text| -> JiterResult<Option<f64>> {
-                let peek = jiter.peek()?;
-                Ok(Some(if peek.is_num() {
-                    jiter.known_float(peek)?
-                } else {
-                    0.0
-                }))
+                Ok(Some(float_of(&read_node(jiter)?, false).unwrap_or(0.0)))
             }
         ),
         Kind::JsonBool => each!(
             BooleanBuilder::with_capacity(rows),
             Some(false),
             |jiter: &mut Jiter, _text| -> JiterResult<Option<bool>> {
-                Ok(Some(jiter.peek()? == Peek::True))
+                Ok(Some(bool_of(&read_node(jiter)?).unwrap_or(false)))
             }
         ),
         Kind::JsonHas => each!(
@@ -422,9 +430,257 @@ pub(super) fn json_keys(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef>
                 }
             }
         }
-        builder.append(true);
+        builder.append(!input.is_null(row));
     }
     Ok(Arc::new(builder.finish()))
+}
+
+/// Nesting a JSON value may have before it counts as invalid (protects the stack).
+const MAX_DEPTH: usize = 128;
+
+/// A JSON value as ClickHouse reads it: numbers keep their text, to tell integers from doubles.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Node {
+    Null,
+    Bool(bool),
+    Number(String),
+    String(String),
+    Array(Vec<Node>),
+    Object(Vec<(String, Node)>),
+}
+
+/// The value the jiter sits before (after `seek`), read whole.
+pub(super) fn read_node(jiter: &mut Jiter) -> JiterResult<Node> {
+    let peek = jiter.peek()?;
+    read_known(jiter, peek, 0)
+}
+
+fn too_deep(jiter: &Jiter) -> jiter::JiterError {
+    jiter::JiterError {
+        error_type: jiter::JiterErrorType::JsonError(jiter::JsonErrorType::RecursionLimitExceeded),
+        index: jiter.current_index(),
+    }
+}
+
+fn read_known(jiter: &mut Jiter, peek: Peek, depth: usize) -> JiterResult<Node> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep(jiter));
+    }
+    Ok(match peek {
+        Peek::Null => {
+            jiter.known_null()?;
+            Node::Null
+        }
+        Peek::True | Peek::False => Node::Bool(jiter.known_bool(peek)?),
+        Peek::String => Node::String(jiter.known_str()?.to_owned()),
+        Peek::Array => {
+            let mut items = Vec::new();
+            let mut next = jiter.known_array()?;
+            while let Some(peek) = next {
+                items.push(read_known(jiter, peek, depth + 1)?);
+                next = jiter.array_step()?;
+            }
+            Node::Array(items)
+        }
+        Peek::Object => {
+            let mut entries = Vec::new();
+            let mut key = jiter.known_object()?.map(str::to_owned);
+            while let Some(name) = key {
+                let peek = jiter.peek()?;
+                entries.push((name, read_known(jiter, peek, depth + 1)?));
+                key = jiter.next_key()?.map(str::to_owned);
+            }
+            Node::Object(entries)
+        }
+        peek => Node::Number(String::from_utf8_lossy(jiter.known_number_bytes(peek)?).into_owned()),
+    })
+}
+
+/// Whether a number's text is an integer (no fraction, no exponent).
+fn integral(text: &str) -> bool {
+    !text.contains(['.', 'e', 'E'])
+}
+
+/// A JSON number as ClickHouse holds it: an Int64, a UInt64 or a double.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Number {
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+    /// An integer past UInt64 (ClickHouse keeps its text), or a double past the range.
+    Big,
+}
+
+pub(super) fn number(text: &str) -> Number {
+    if integral(text) {
+        if let Ok(value) = text.parse::<i64>() {
+            return Number::Int(value);
+        }
+        if let Ok(value) = text.parse::<u64>() {
+            return Number::UInt(value);
+        }
+        return Number::Big;
+    }
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() => Number::Double(value),
+        _ => Number::Big,
+    }
+}
+
+/// `node` as `JSONExtractRaw` writes it (compact, numbers and strings rewritten); None when
+/// ClickHouse could not read the document (a double past the range).
+pub(super) fn raw(node: &Node) -> Option<String> {
+    let mut out = String::new();
+    write_raw(node, &mut out).then_some(out)
+}
+
+fn write_raw(node: &Node, out: &mut String) -> bool {
+    match node {
+        Node::Null => out.push_str("null"),
+        Node::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        Node::Number(text) => match number(text) {
+            Number::Int(value) => out.push_str(&value.to_string()),
+            Number::UInt(value) => out.push_str(&value.to_string()),
+            Number::Double(value) => out.push_str(&super::strings::clickhouse_float(value)),
+            Number::Big if integral(text) => {
+                out.push('"');
+                out.push_str(text);
+                out.push('"');
+            }
+            Number::Big => return false,
+        },
+        Node::String(text) => write_string(text, out),
+        Node::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                if !write_raw(item, out) {
+                    return false;
+                }
+            }
+            out.push(']');
+        }
+        Node::Object(entries) => {
+            out.push('{');
+            for (index, (key, value)) in entries.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                if !write_raw(value, out) {
+                    return false;
+                }
+            }
+            out.push('}');
+        }
+    }
+    true
+}
+
+/// A JSON string as ClickHouse escapes it: quotes, backslashes and control characters only.
+fn write_string(text: &str, out: &mut String) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0C}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `JSONExtractString`'s answer: a string's text, '' for null, any other value's raw JSON.
+pub(super) fn string_of(node: &Node) -> String {
+    match node {
+        Node::String(text) => text.clone(),
+        Node::Null => String::new(),
+        other => raw(other).unwrap_or_default(),
+    }
+}
+
+/// An integer read from a string as ClickHouse does: an integer, else a double's integer part.
+fn text_integer(text: &str) -> Option<i128> {
+    if let Ok(value) = text.parse::<i128>() {
+        return Some(value);
+    }
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() => Some(value.trunc() as i128),
+        _ => None,
+    }
+}
+
+/// The integer `node` holds for `JSONExtractInt`/`JSONExtract(.., 'Int64')`: numbers (doubles
+/// truncated), numeric strings, booleans only when `bools`; None when there is none.
+pub(super) fn integer_of(node: &Node, bools: bool) -> Option<i128> {
+    match node {
+        Node::Bool(flag) if bools => Some(i128::from(*flag)),
+        Node::Number(text) => match number(text) {
+            Number::Int(value) => Some(i128::from(value)),
+            Number::UInt(value) => Some(i128::from(value)),
+            Number::Double(value) => Some(value.trunc() as i128),
+            Number::Big => None,
+        },
+        Node::String(text) => text_integer(text),
+        _ => None,
+    }
+}
+
+/// The double `node` holds for `JSONExtractFloat`: numbers, numeric strings (`inf`, `nan`
+/// too), booleans only when `bools`.
+pub(super) fn float_of(node: &Node, bools: bool) -> Option<f64> {
+    match node {
+        Node::Bool(flag) if bools => Some(f64::from(u8::from(*flag))),
+        Node::Number(text) => match number(text) {
+            Number::Int(value) => Some(value as f64),
+            Number::UInt(value) => Some(value as f64),
+            Number::Double(value) => Some(value),
+            Number::Big if integral(text) => text.parse().ok(),
+            Number::Big => None,
+        },
+        Node::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
+/// `JSONExtractBool`: true and false, and integers (not doubles) by whether they are 0.
+pub(super) fn bool_of(node: &Node) -> Option<bool> {
+    match node {
+        Node::Bool(flag) => Some(*flag),
+        Node::Number(text) => match number(text) {
+            Number::Int(value) => Some(value != 0),
+            Number::UInt(value) => Some(value != 0),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The value at `steps` in `text`, read whole; None when missing or unreadable.
+pub(super) fn node_at(text: &str, steps: &[Step]) -> Option<Node> {
+    let mut jiter = Jiter::new(text.as_bytes());
+    match seek(&mut jiter, steps) {
+        Ok(true) => read_node(&mut jiter).ok(),
+        _ => None,
+    }
+}
+
+/// Whether `text` is one JSON document ClickHouse reads (doubles within range).
+pub(super) fn valid(text: &str) -> bool {
+    let mut jiter = Jiter::new(text.as_bytes());
+    let Ok(node) = read_node(&mut jiter) else {
+        return false;
+    };
+    jiter.finish().is_ok() && raw(&node).is_some()
 }
 
 #[cfg(test)]

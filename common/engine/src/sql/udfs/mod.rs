@@ -7,6 +7,7 @@
 //! `toStartOfWeek`), `intervals` (`toInterval*`, `dateAdd`/`dateSub`), `casts` (`toInt`,
 //! `toFloat`), `length` and `uniq` (the hash `uniq` counts).
 
+mod arrays;
 mod best_effort;
 mod bits;
 mod casts;
@@ -19,9 +20,11 @@ mod hashes;
 mod int_div;
 mod intervals;
 pub(crate) mod json;
+mod json_typed;
 mod length;
 mod round;
 mod start_of_interval;
+mod strings;
 mod to_string;
 mod type_name;
 mod uniq;
@@ -146,6 +149,7 @@ pub fn reads_json(name: &str) -> bool {
     FUNCTIONS
         .iter()
         .any(|(function, kind)| *function == name && kind.reads_json())
+        || json_typed::defines(name)
 }
 
 /// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
@@ -161,6 +165,16 @@ pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
             })
         })
         .collect();
+    // Dates and times, each a self-contained UDF.
+    all.extend(best_effort::functions(zone));
+    all.extend(format_datetime::functions(zone));
+    all.extend(start_of_interval::functions(zone));
+    all.extend(weeks::functions(zone));
+    all.push(datetime_minus::function(zone));
+    // Strings, JSON and arrays with ClickHouse's semantics, each file its own UDFs.
+    all.extend(strings::udfs());
+    all.extend(json_typed::udfs());
+    all.extend(arrays::udfs());
     // Conversions, numbers and hashes, each a self-contained UDF.
     all.push(convert::udf());
     all.push(to_string::udf());
@@ -169,12 +183,6 @@ pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
     all.push(int_div::udf());
     all.extend(hashes::udfs());
     all.extend(uuids::udfs(zone));
-    // Dates and times, each a self-contained UDF.
-    all.extend(best_effort::functions(zone));
-    all.extend(format_datetime::functions(zone));
-    all.extend(start_of_interval::functions(zone));
-    all.extend(weeks::functions(zone));
-    all.push(datetime_minus::function(zone));
     all
 }
 
