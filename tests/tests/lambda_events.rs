@@ -12,19 +12,13 @@ use common::testing::TestState;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-/// The router a family's Lambda binary serves.
-fn family_routes(family: &str) -> axum::Router<common::AppState> {
-    match family {
-        "users" => users::router(),
-        "capture" => capture::router(),
-        "query" => query::router(),
-        "flags" => flags::router(),
-        "experiments" => experiments::router(),
-        "cohorts" => cohorts::router(),
-        "surveys" => surveys::router(),
-        "endpoints" => endpoints::router(),
-        other => panic!("events/{other}/ names no known route family"),
-    }
+/// The route table a family's Lambda binary serves.
+fn family_routes(family: &str) -> common::routes::Routes {
+    let (_, router) = local::FAMILIES
+        .iter()
+        .find(|(name, _)| *name == family)
+        .unwrap_or_else(|| panic!("events/{family}/ names no known route family"));
+    router()
 }
 
 /// The endpoint the endpoint samples read, change, run and delete (project 1: the admin's).

@@ -146,8 +146,9 @@ struct BodyLimit(usize);
 /// slashes (PostHog routes end in `/?`).
 pub type App = NormalizePath<Router>;
 
-pub fn finish(routes: Router<AppState>, state: AppState) -> App {
+pub fn finish(routes: impl Into<Router<AppState>>, state: AppState) -> App {
     let limit = state.config.max_body_bytes;
+    let routes: Router<AppState> = routes.into();
     let router = routes
         .route("/_health", get(health))
         .fallback(not_found)

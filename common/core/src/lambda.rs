@@ -2,7 +2,6 @@
 
 use std::convert::Infallible;
 
-use axum::Router;
 use axum::http::{HeaderValue, Uri};
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
@@ -10,10 +9,11 @@ use tower::ServiceExt;
 
 use crate::config::Config;
 use crate::http::{REQUEST_ID, finish};
+use crate::routes::Routes;
 use crate::state::AppState;
 
-/// Runs a route family under `lambda_http`.
-pub async fn run(routes: fn() -> Router<AppState>) -> Result<(), lambda_http::Error> {
+/// Runs a route family (its route table, both prefixes of its project routes) under `lambda_http`.
+pub async fn run(routes: fn() -> Routes) -> Result<(), lambda_http::Error> {
     crate::telemetry::init_json();
     let config = Config::from_env()?;
     let state = AppState::from_config(config).await?;

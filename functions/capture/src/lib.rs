@@ -5,19 +5,19 @@ mod events;
 
 pub use events::{distinct_id_fits, name_fits, normalize_one};
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::routing::post;
 use common::AppState;
 use common::error::{ApiError, ApiResult};
+use common::routes::Routes;
 use serde_json::{Value, json};
 
 pub const ROUTES: &[&str] = &["/i/v0/e", "/e", "/capture", "/batch", "/track"];
 
-pub fn router() -> Router<AppState> {
-    ROUTES.iter().fold(Router::new(), |router, path| {
+pub fn router() -> Routes {
+    ROUTES.iter().fold(Routes::new(), |router, path| {
         router.route(path, post(capture).get(capture))
     })
 }

@@ -8,9 +8,8 @@ mod membership;
 mod reads;
 mod shared;
 
-use axum::Router;
 use axum::routing::{get, patch};
-use common::AppState;
+use common::routes::Routes;
 
 const BASE: &str = "/api/projects/{project_id}/cohorts";
 
@@ -19,8 +18,8 @@ fn path(tail: &str) -> String {
 }
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(&path(""), get(crud::list).post(crud::create))
         .route(&path("/activity"), get(reads::activity_of_all))
         .route(

@@ -14,35 +14,34 @@ mod shared;
 mod variables;
 mod versions;
 
-use axum::Router;
 use axum::routing::{get, post};
-use common::AppState;
+use common::routes::Routes;
 
-/// Where PostHog mounts project routes: by project and by environment (its team).
-const PREFIXES: [&str; 2] = ["projects", "environments"];
+const BASE: &str = "/api/projects/{project_id}/endpoints";
 
-/// Every route of the family, under both prefixes; entry points add fallbacks and layers with
-/// `common::http::finish`.
-pub fn router() -> Router<AppState> {
-    PREFIXES.iter().fold(Router::new(), |router, prefix| {
-        let path = |tail: &str| format!("/api/{prefix}/{{project_id}}/endpoints{tail}");
-        router
-            .route(&path(""), get(crud::list).post(crud::create))
-            .route(&path("/last_execution_times"), post(executions::last))
-            .route(
-                &path("/{name}"),
-                get(crud::retrieve)
-                    .patch(crud::update)
-                    .put(crud::update)
-                    .delete(crud::destroy),
-            )
-            .route(&path("/{name}/run"), get(run::get).post(run::post))
-            .route(&path("/{name}/versions"), get(versions::list))
-            .route(&path("/{name}/versions/{version}"), get(versions::retrieve))
-            .route(
-                &path("/{name}/materialization_status"),
-                get(materialization::status),
-            )
-            .route(&path("/{name}/openapi.json"), get(openapi::document))
-    })
+fn path(tail: &str) -> String {
+    format!("{BASE}{tail}")
+}
+
+/// Every route of the family (the table mounts each under `/api/environments` too); entry points
+/// add fallbacks and layers with `common::http::finish`.
+pub fn router() -> Routes {
+    Routes::new()
+        .route(&path(""), get(crud::list).post(crud::create))
+        .route(&path("/last_execution_times"), post(executions::last))
+        .route(
+            &path("/{name}"),
+            get(crud::retrieve)
+                .patch(crud::update)
+                .put(crud::update)
+                .delete(crud::destroy),
+        )
+        .route(&path("/{name}/run"), get(run::get).post(run::post))
+        .route(&path("/{name}/versions"), get(versions::list))
+        .route(&path("/{name}/versions/{version}"), get(versions::retrieve))
+        .route(
+            &path("/{name}/materialization_status"),
+            get(materialization::status),
+        )
+        .route(&path("/{name}/openapi.json"), get(openapi::document))
 }

@@ -9,9 +9,8 @@ mod reads;
 mod shared;
 mod timeseries;
 
-use axum::Router;
 use axum::routing::{get, post};
-use common::AppState;
+use common::routes::Routes;
 
 const BASE: &str = "/api/projects/{project_id}/experiments";
 
@@ -20,8 +19,8 @@ fn path(tail: &str) -> String {
 }
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(&path(""), get(crud::list).post(crud::create))
         .route(&path("/activity"), get(reads::activity_of_all))
         .route(

@@ -6,13 +6,12 @@ mod crud;
 mod definitions;
 mod sdk;
 
-use axum::Router;
 use axum::routing::get;
-use common::AppState;
+use common::routes::Routes;
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             "/api/projects/{project_id}/feature_flags",
             get(crud::list).post(crud::create),

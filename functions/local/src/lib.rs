@@ -7,20 +7,31 @@ pub mod cli;
 pub mod import;
 pub mod serve;
 
-use axum::Router;
 use common::AppState;
 use common::http::App;
+use common::routes::Routes;
+
+/// An HTTP route family: the name of its crate and Lambda binary, and its route table.
+pub type Family = (&'static str, fn() -> Routes);
+
+/// Every HTTP route family: what `analytics serve` mounts, each family's `main.rs` serves alone,
+/// and the tests walk.
+pub const FAMILIES: [Family; 8] = [
+    ("users", users::router),
+    ("capture", capture::router),
+    ("query", query::router),
+    ("flags", flags::router),
+    ("experiments", experiments::router),
+    ("cohorts", cohorts::router),
+    ("surveys", surveys::router),
+    ("endpoints", endpoints::router),
+];
 
 /// Every family's routes, as `analytics serve` mounts them.
-pub fn routes() -> Router<AppState> {
-    users::router()
-        .merge(capture::router())
-        .merge(query::router())
-        .merge(flags::router())
-        .merge(experiments::router())
-        .merge(cohorts::router())
-        .merge(surveys::router())
-        .merge(endpoints::router())
+pub fn routes() -> Routes {
+    FAMILIES
+        .iter()
+        .fold(Routes::new(), |all, (_, family)| all.merge(family()))
 }
 
 /// The app `analytics serve` runs, with every job registered so runs queued by name (an

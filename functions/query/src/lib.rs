@@ -8,12 +8,11 @@ mod flag_implementation;
 mod request;
 mod routes;
 
-use axum::Router;
 use axum::routing::{get, post};
-use common::AppState;
+use common::routes::Routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route("/api/projects/{project_id}/query", post(routes::create))
         .route(
             "/api/projects/{project_id}/query/check_auth_for_async",

@@ -15,9 +15,8 @@ mod shared;
 mod stats;
 mod summaries;
 
-use axum::Router;
 use axum::routing::{get, post};
-use common::AppState;
+use common::routes::Routes;
 
 const BASE: &str = "/api/projects/{project_id}/surveys";
 
@@ -26,8 +25,8 @@ fn path(tail: &str) -> String {
 }
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route("/api/surveys", get(public::surveys))
         .route(&path(""), get(crud::list).post(crud::create))
         .route(&path("/activity"), get(activity::of_all))

@@ -8,13 +8,12 @@ mod projects;
 mod two_factor;
 mod users;
 
-use axum::Router;
 use axum::routing::{get, patch, post};
-use common::AppState;
+use common::routes::Routes;
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             "/api/users/{uuid}",
             get(users::retrieve).patch(users::update),
