@@ -23,7 +23,8 @@ Every run checks three things, and fails on any unmarked difference:
 1. chDB still gives the recorded answer (the corpus says what ClickHouse says, not what we hope);
 2. `POST /api/projects/:id/query/` on `analytics serve` gives it too, on SQLite and on
    DynamoDB/S3, over the same fixture events (`FIXTURE` below, also loaded into chDB as `events`);
-3. every function of the allow-list (`docs/sql-functions.md`, generated from it) has a case.
+3. every function of the allow-list (`docs/sql-functions.md`, generated from it) has a case,
+   and every marked difference's reason is listed in `docs/sql-dialect.md`.
 
 Run by scripts/test: `python tests/sdk/test_dialect_clickhouse.py <analytics binary> [emulator endpoint]`.
 `--record` (after the arguments) rewrites the corpus' ClickHouse answers from chDB, and the
@@ -58,6 +59,7 @@ from node_harness import keep_logs  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "tests", "dialect")
 FUNCTION_LIST = os.path.join(ROOT, "docs", "sql-functions.md")
+DIALECT_PAGE = os.path.join(ROOT, "docs", "sql-dialect.md")
 # PostHog's HogQLGlobalSettings that change answers (`transform_null_in`), the project's zone,
 # and JSON output that keeps numbers numbers.
 CLICKHOUSE_SETTINGS = (
@@ -383,6 +385,17 @@ def check_coverage(files):
     return [f"no case calls {name}" for name in listed if name not in called and name.lower() not in lowered]
 
 
+def check_documented(files):
+    """Every deliberate difference (a `refused` or `differs` case's reason) is listed in the
+    dialect's page, so no difference is silent."""
+    page = open(DIALECT_PAGE, encoding="utf-8").read()
+    return [
+        f"{case.where()}: the reason '{case.reason}' is not in docs/sql-dialect.md"
+        for _, cases in files for case in cases
+        if case.mark in ("refused", "differs") and case.reason not in page
+    ]
+
+
 def run_ours(server, files):
     cases = [case for _, cs in files for case in cs]
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
@@ -402,7 +415,7 @@ def main():
     files = all_cases()
     failures = check_clickhouse(files)
     if not ONLY:
-        failures += check_coverage(files)
+        failures += check_coverage(files) + check_documented(files)
     if RECORD and not os.path.exists(sys.argv[1]):
         print(f"{sys.argv[1]} does not exist: recording ClickHouse's answers only")
     elif RECORD:

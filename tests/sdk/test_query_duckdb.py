@@ -269,11 +269,11 @@ CASES = [
      "join (select distinct_id, min(timestamp) first_signup from events where event = 'signed_up' group by distinct_id) s "
      "on u.distinct_id = s.distinct_id order by u.distinct_id",
      True),
-    ("LEFT JOIN",
+    ("LEFT JOIN: an unmatched row's columns are their type's default (ClickHouse's join_use_nulls = 0)",
      "select u.distinct_id, u.c, p.n from (select distinct_id, count() c from events group by distinct_id) u "
      "left join (select distinct_id, count() n from events where event = 'purchased' and properties.plan = 'pro' group by distinct_id) p "
      "on u.distinct_id = p.distinct_id order by u.distinct_id",
-     "select u.distinct_id, u.c, p.n from (select distinct_id, count(*) c from events group by distinct_id) u "
+     "select u.distinct_id, u.c, coalesce(p.n, 0) from (select distinct_id, count(*) c from events group by distinct_id) u "
      f"left join (select distinct_id, count(*) n from events where event = 'purchased' and {PLAN} = 'pro' group by distinct_id) p "
      "on u.distinct_id = p.distinct_id order by u.distinct_id",
      True),

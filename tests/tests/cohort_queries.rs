@@ -266,6 +266,61 @@ async fn cohort_filters_and_calculation() {
             );
         }
 
+        // HogQL's `IN COHORT <id>` / `IN COHORT 'name'`, in a filter and in the select list.
+        let pageviews = |condition: String| {
+            format!(
+                "select distinct_id from events where event = '$pageview' and {condition} \
+                 order by distinct_id"
+            )
+        };
+        for (text, expected) in [
+            (pageviews(format!("person_id in cohort {}", fixed.id)), vec!["alice", "carol"]),
+            (
+                pageviews(format!("person_id not in cohort {}", fixed.id)),
+                vec!["bob", "dave"],
+            ),
+            (pageviews("person_id IN COHORT 'example.com'".into()), vec!["alice", "bob"]),
+            (
+                pageviews(format!("person_id in cohort {}", nested.id)),
+                vec!["bob"],
+            ),
+        ] {
+            let (status, body) =
+                post_query(&world, &key, json!({"kind": "HogQLQuery", "query": text})).await;
+            assert_eq!(status, StatusCode::OK, "{name} {text} {body}");
+            let found: Vec<&str> = body["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| row[0].as_str().unwrap())
+                .collect();
+            assert_eq!(found, expected, "{name} {text}");
+        }
+        let text = format!(
+            "select countIf(person_id in cohort {}), countIf(person_id in cohort 'paid twice this week') \
+             from events where event = '$pageview'",
+            fixed.id
+        );
+        let (status, body) =
+            post_query(&world, &key, json!({"kind": "HogQLQuery", "query": text})).await;
+        assert_eq!(status, StatusCode::OK, "{name} {body}");
+        assert_eq!(body["results"], json!([[2, 1]]), "{name} {body}");
+        for (text, detail) in [
+            (
+                "select count() from events where person_id in cohort 999999",
+                "Cohort with id 999999 does not exist",
+            ),
+            (
+                "select count() from events where person_id in cohort 'nobody'",
+                "Could not find a cohort with the name 'nobody'",
+            ),
+        ] {
+            let (status, body) =
+                post_query(&world, &key, json!({"kind": "HogQLQuery", "query": text})).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {text} {body}");
+            assert_eq!(body["detail"], detail, "{name} {body}");
+        }
+
         // An experiment's exposure cohort, as `create_exposure_cohort_for_experiment` defines
         // it, in a trend; and a SQL node's `{filters}`.
         let exposed = create_cohort(
