@@ -119,7 +119,10 @@ fn aggregate_default(
 
 /// For each column of one side of an outer join: its default when that side may go unmatched
 /// and the column itself cannot be NULL.
-fn unmatched_defaults(schema: &DFSchema, may_be_unmatched: bool) -> Result<Vec<Option<ScalarValue>>> {
+fn unmatched_defaults(
+    schema: &DFSchema,
+    may_be_unmatched: bool,
+) -> Result<Vec<Option<ScalarValue>>> {
     Ok(schema
         .fields()
         .iter()

@@ -7,8 +7,8 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, Query, Value,
-    VisitMut, VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, Query, Value, VisitMut,
+    VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::ClickHouseDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -76,7 +76,9 @@ fn operand_after(tokens: &[TokenWithSpan], index: usize) -> Option<(CohortRef, u
     if !is_word(&tokens[index].token, Some(Keyword::IN), "") {
         return None;
     }
-    let next = |from: usize| (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)));
+    let next = |from: usize| {
+        (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+    };
     let cohort = next(index + 1)?;
     if !is_word(&tokens[cohort].token, None, "cohort") {
         return None;

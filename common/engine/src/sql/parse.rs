@@ -6,7 +6,7 @@ use datafusion::sql::sqlparser::dialect::ClickHouseDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
-use super::QueryError;
+use super::{QueryError, clickhouse_syntax, cohort_syntax};
 
 /// How deep expressions may nest before the parser refuses (protects the stack).
 const RECURSION_LIMIT: usize = 64;
@@ -24,6 +24,9 @@ pub fn parse(text: &str) -> Result<Parsed, QueryError> {
     let tokens = Tokenizer::new(&dialect, text)
         .tokenize_with_location()
         .map_err(|e| QueryError::Syntax(e.to_string()))?;
+    let tokens = clickhouse_syntax::nest_limit_after_limit_by(
+        clickhouse_syntax::inline_with_aliases(cohort_syntax::mark(tokens)),
+    );
     let (tokens, placeholders) = rewrite_tokens(split_interval_strings(tokens))?;
     let mut statements = Parser::new(&dialect)
         .with_recursion_limit(RECURSION_LIMIT)
@@ -89,6 +92,18 @@ fn rewrite_tokens(
                     item.span,
                 ));
                 out.push(TokenWithSpan::new(Token::RBracket, item.span));
+            }
+            // `0x10` is a number in ClickHouse (the tokenizer reads it as X'10', a string).
+            Token::HexStringLiteral(ref digits)
+                if item.span.end.column.saturating_sub(item.span.start.column)
+                    == digits.len() as u64 + 2
+                    && u64::from_str_radix(digits, 16).is_ok() =>
+            {
+                let value = u64::from_str_radix(digits, 16).unwrap_or_default();
+                out.push(TokenWithSpan::new(
+                    Token::Number(value.to_string(), false),
+                    item.span,
+                ));
             }
             Token::LBrace => {
                 // `{name}` or `{a.b.c}`: a binding, never text spliced into the query.

@@ -9,8 +9,8 @@ use std::ops::ControlFlow;
 use datafusion::sql::sqlparser::ast::{
     AccessExpr, BinaryOperator, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident,
     JoinConstraint, JoinOperator, LimitClause, ObjectNamePart, OrderByKind, Query, Select,
-    SelectItem, SetExpr, Subscript, TableAlias, TableFactor, Value, Visit, VisitMut, Visitor,
-    VisitorMut,
+    SelectItem, SetExpr, Subscript, TableAlias, TableFactor, UnaryOperator, Value, Visit, VisitMut,
+    Visitor, VisitorMut,
 };
 use serde_json::Value as Json;
 
@@ -32,6 +32,9 @@ pub struct Bindings {
     /// `{filters}` → this boolean expression of the dialect (PostHog's HogQLFilters, compiled by
     /// the caller); `true` when there is none.
     pub filters: Option<String>,
+    /// `IN COHORT` operands (`CohortRef::key`) → their membership over `COHORT_SUBJECT`,
+    /// compiled by the caller.
+    pub cohorts: std::collections::BTreeMap<String, String>,
 }
 
 /// How the top-level LIMIT is set.
@@ -78,6 +81,7 @@ pub fn rewrite(
     if placeholders.iter().any(|path| path == FILTERS) {
         expand_filters(&mut query, placeholders, bindings.filters.as_deref())?;
     }
+    super::cohort_syntax::expand(&mut query, bindings)?;
     let values = placeholders
         .iter()
         .map(|path| match path.as_str() {
@@ -504,6 +508,16 @@ fn check_select(select: &mut Select) -> ControlFlow<QueryError> {
     {
         return refuse("GROUP BY modifiers are not supported");
     }
+    // DataFusion runs `x IN (subquery)` as a join, which only a filter can be: in the select
+    // list it becomes a look-up in the subquery's values, gathered once.
+    for item in &mut select.projection {
+        let mut values = InSubqueryValues::default();
+        if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item
+            && let ControlFlow::Break(error) = VisitMut::visit(expr, &mut values)
+        {
+            return ControlFlow::Break(error);
+        }
+    }
     // ClickHouse's PREWHERE is a WHERE evaluated earlier: same rows.
     if let Some(prewhere) = select.prewhere.take() {
         select.selection = Some(match select.selection.take() {
@@ -516,6 +530,139 @@ fn check_select(select: &mut Select) -> ControlFlow<QueryError> {
         });
     }
     ControlFlow::Continue(())
+}
+
+fn is_null_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Nested(inner) => is_null_literal(inner),
+        Expr::Value(value) => matches!(value.value, Value::Null),
+        _ => false,
+    }
+}
+
+/// `x [NOT] IN (a, NULL)` → `[NOT] (coalesce(x IN (a), false) OR x IS NULL)`.
+fn null_in(expr: &mut Expr) -> Result<(), QueryError> {
+    let Expr::InList {
+        expr: needle,
+        list,
+        negated,
+    } = expr
+    else {
+        return Ok(());
+    };
+    let has_null = list.iter().any(is_null_literal);
+    let items: Vec<Expr> = list
+        .iter()
+        .filter(|i| !is_null_literal(i))
+        .cloned()
+        .collect();
+    let membership = if items.is_empty() {
+        Expr::Value(Value::Boolean(false).into())
+    } else {
+        Expr::InList {
+            expr: needle.clone(),
+            list: items,
+            negated: false,
+        }
+    };
+    let text = match (has_null, *negated) {
+        (false, false) => "coalesce(__arg_0, false)",
+        (false, true) => "NOT coalesce(__arg_0, false)",
+        (true, false) => "(coalesce(__arg_0, false) OR __arg_1 IS NULL)",
+        (true, true) => "NOT (coalesce(__arg_0, false) OR __arg_1 IS NULL)",
+    };
+    *expr = template::expr(text, &[membership, needle.as_ref().clone()])?;
+    Ok(())
+}
+
+/// A literal operand of AND/OR/NOT as the boolean ClickHouse reads it: NULL stays NULL (typed),
+/// a number is true when it is not zero.
+fn as_condition(operand: &mut Expr) {
+    let mut literal = &mut *operand;
+    while let Expr::Nested(inner) = literal {
+        literal = inner.as_mut();
+    }
+    let Expr::Value(value) = literal else {
+        return;
+    };
+    match &value.value {
+        Value::Null => {
+            *operand = Expr::Cast {
+                kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                expr: Box::new(Expr::Value(Value::Null.into())),
+                data_type: datafusion::sql::sqlparser::ast::DataType::Boolean,
+                array: false,
+                format: None,
+            };
+        }
+        Value::Number(text, _) => {
+            let truth = text.parse::<f64>().is_ok_and(|number| number != 0.0);
+            *operand = Expr::Value(Value::Boolean(truth).into());
+        }
+        _ => {}
+    }
+}
+
+/// `x [NOT] IN (subquery)` outside any nested query → `[NOT] has((SELECT groupArray(v)
+/// FROM (subquery) AS __in_values(v)), x)`, in the dialect's own names (the rewrite visits it).
+#[derive(Default)]
+struct InSubqueryValues {
+    depth: usize,
+}
+
+impl VisitorMut for InSubqueryValues {
+    type Break = QueryError;
+
+    fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<QueryError> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<QueryError> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<QueryError> {
+        if self.depth > 0 {
+            return ControlFlow::Continue(());
+        }
+        let Expr::InSubquery {
+            expr: needle,
+            subquery,
+            negated,
+        } = expr
+        else {
+            return ControlFlow::Continue(());
+        };
+        let mut values = match template::query(
+            "SELECT groupArray(__in_value) FROM __in_values AS __in_values(__in_value)",
+            &[],
+        ) {
+            Ok(values) => values,
+            Err(error) => return ControlFlow::Break(error),
+        };
+        let _ = VisitMut::visit(
+            &mut values,
+            &mut ReplaceInput {
+                name: "__in_values",
+                inner: Some(subquery.as_ref().clone()),
+            },
+        );
+        let text = if *negated {
+            "NOT has(__arg_0, __arg_1)"
+        } else {
+            "has(__arg_0, __arg_1)"
+        };
+        match template::expr(
+            text,
+            &[Expr::Subquery(Box::new(values)), needle.as_ref().clone()],
+        ) {
+            Ok(lookup) => *expr = lookup,
+            Err(error) => return ControlFlow::Break(error),
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// A string literal (`x['key']` reads a key, not an array element).
@@ -688,6 +835,17 @@ impl VisitorMut for Rewriter {
                 Err(error) => ControlFlow::Break(error),
             };
         }
+        if let Expr::Function(function) = expr
+            && let Some(replacement) = super::in_frame::rewrite(function)
+        {
+            return match replacement {
+                Ok(replacement) => {
+                    *expr = replacement;
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            };
+        }
         // `a[i]` on an array: ClickHouse's `arrayElement` (the type's default past the end).
         if let Expr::CompoundFieldAccess { root, access_chain } = expr
             && !access_chain.is_empty()
@@ -800,6 +958,33 @@ impl VisitorMut for Rewriter {
             };
             return ControlFlow::Continue(());
         }
+        // ClickHouse's AND/OR/NOT take NULL and numbers (non-zero is true) as operands.
+        match expr {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And | BinaryOperator::Or,
+                right,
+            } => {
+                as_condition(left);
+                as_condition(right);
+            }
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr: operand,
+            } => as_condition(operand),
+            _ => {}
+        }
+        // `IN (list)` under PostHog's `transform_null_in = 1`: never NULL, and NULL is a value
+        // that NULL in the list matches. A filter conjunct without NULL in its list is left for
+        // the pruning that reads it (NULL drops the row there, as false would).
+        if let Expr::InList { list, negated, .. } = expr
+            && (*negated
+                || list.iter().any(is_null_literal)
+                || !self.positive.contains(&address(expr)))
+            && let Err(error) = null_in(expr)
+        {
+            return ControlFlow::Break(error);
+        }
         // `=` and LIKE in a filter conjunct: NULL already drops the row, as false would.
         // `!=` and NOT LIKE must turn NULL into true, wherever they are.
         let (comparison, keeps_rows_on_null) = match expr {
@@ -869,19 +1054,34 @@ fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
             alias: Ident::new(inner),
         };
     }
-    let refer = |expr: &Expr| -> Expr {
+    // Keys and orderings that are not output columns are computed as hidden inner columns.
+    let distinct = select.distinct.is_some();
+    let mut refer = |expr: &Expr| -> Result<Expr, QueryError> {
         let text = expr.to_string();
-        by_text
+        if let Some((_, _, inner)) = by_text
             .iter()
             .find(|(expr_text, name, _)| *expr_text == text || *name == text)
-            .map(|(_, _, inner)| Expr::Identifier(Ident::new(inner.clone())))
-            .unwrap_or_else(|| expr.clone())
+        {
+            return Ok(Expr::Identifier(Ident::new(inner.clone())));
+        }
+        if distinct {
+            return Err(QueryError::Query(format!(
+                "With SELECT DISTINCT, LIMIT BY can only order and group by selected columns, not {text}"
+            )));
+        }
+        let inner = format!("__h{}", by_text.len());
+        select.projection.push(SelectItem::ExprWithAlias {
+            expr: expr.clone(),
+            alias: Ident::new(inner.clone()),
+        });
+        by_text.push((text, String::new(), inner.clone()));
+        Ok(Expr::Identifier(Ident::new(inner)))
     };
-    let order: Vec<(Expr, String)> = match &query.order_by {
+    let mut order: Vec<(Expr, String)> = Vec::new();
+    match &query.order_by {
         Some(order_by) => match &order_by.kind {
-            OrderByKind::Expressions(items) => items
-                .iter()
-                .map(|item| {
+            OrderByKind::Expressions(items) => {
+                for item in items {
                     let mut options = String::new();
                     if item.options.asc == Some(false) {
                         options.push_str(" DESC");
@@ -891,14 +1091,23 @@ fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
                         Some(false) => options.push_str(" NULLS LAST"),
                         None => {}
                     }
-                    (refer(&item.expr), options)
-                })
-                .collect(),
+                    match refer(&item.expr) {
+                        Ok(expr) => order.push((expr, options)),
+                        Err(error) => return ControlFlow::Break(error),
+                    }
+                }
+            }
             OrderByKind::All(_) => return refuse("ORDER BY ALL cannot be combined with LIMIT BY"),
         },
-        None => Vec::new(),
-    };
-    let mut args: Vec<Expr> = keys.iter().map(&refer).collect();
+        None => {}
+    }
+    let mut args = Vec::with_capacity(keys.len() + order.len());
+    for key in &keys {
+        match refer(key) {
+            Ok(expr) => args.push(expr),
+            Err(error) => return ControlFlow::Break(error),
+        }
+    }
     let partition: Vec<String> = (0..args.len())
         .map(|i| format!("{}{i}", template::SLOT))
         .collect();
@@ -931,33 +1140,43 @@ fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
     inner.with = None;
     inner.order_by = None;
     inner.limit_clause = None;
-    let _ = VisitMut::visit(&mut wrapper, &mut ReplaceInput { inner: Some(inner) });
+    let _ = VisitMut::visit(
+        &mut wrapper,
+        &mut ReplaceInput {
+            name: "__limit_by_input",
+            inner: Some(inner),
+        },
+    );
     query.body = wrapper.body;
     query.order_by = wrapper.order_by;
     query.limit_clause = None;
     ControlFlow::Continue(())
 }
 
+/// Puts `inner` where a template names the table `name`.
 struct ReplaceInput {
+    name: &'static str,
     inner: Option<Query>,
 }
 
 impl VisitorMut for ReplaceInput {
     type Break = ();
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-        if let TableFactor::Table { name, .. } = factor
-            && name.to_string() == "__limit_by_input"
+        if let TableFactor::Table { name, alias, .. } = factor
+            && name.to_string() == self.name
             && let Some(inner) = self.inner.take()
         {
+            // The template's own alias (with its column names) when it gives one.
+            let alias = alias.take().unwrap_or_else(|| TableAlias {
+                explicit: true,
+                name: Ident::new(self.name),
+                columns: Vec::new(),
+                at: None,
+            });
             *factor = TableFactor::Derived {
                 lateral: false,
                 subquery: Box::new(inner),
-                alias: Some(TableAlias {
-                    explicit: true,
-                    name: Ident::new("__limit_by_input"),
-                    columns: Vec::new(),
-                    at: None,
-                }),
+                alias: Some(alias),
                 sample: None,
             };
         }
