@@ -201,6 +201,25 @@ pub fn memory_store() -> SqliteStore {
     SqliteStore::in_memory().expect("in-memory sqlite")
 }
 
+/// A job, named as a test says, whose runs never end: a run of it stands for one whose
+/// process is killed while it runs.
+pub struct Hanging(pub &'static str);
+
+#[async_trait::async_trait]
+impl crate::jobs::Job for Hanging {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+
+    async fn run(
+        &self,
+        _: &AppState,
+        _: &crate::jobs::JobContext,
+    ) -> Result<serde_json::Value, crate::jobs::JobError> {
+        std::future::pending().await
+    }
+}
+
 /// How often a background task got to run: a test reads it to tell whether some work left the
 /// executor free for other tasks. Clones share one count.
 #[derive(Debug, Clone, Default)]

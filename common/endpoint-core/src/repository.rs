@@ -253,9 +253,10 @@ impl From<UpdateError> for ApiError {
 
 /// Changes an endpoint under optimistic locking: reads it and its current version, asks
 /// `change`, and commits the endpoint, the new version, the rewritten versions and the activity
-/// entry in one transaction. A concurrent update makes it read again and call `change` again
-/// (at most [`store::UPDATE_ATTEMPTS`] tries), so two updates that each change the query make
-/// two versions, never one.
+/// entry in one transaction. An update that lost the race to another writer's commit reads
+/// again and calls `change` again, however many writers go first
+/// ([`store::Contention`]): no update fails for another's sake, and two updates
+/// that each change the query make two versions, never one.
 pub async fn update<F>(
     store: &dyn Store,
     team_id: i64,
@@ -293,10 +294,8 @@ where
 {
     let pk = team_pk(team_id);
     let sk = endpoint_sk(name);
-    for attempt in 0..store::UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+    let mut contention = store::Contention::default();
+    loop {
         let Some((before, item_version)) =
             store::get_versioned::<Endpoint>(store, &pk, &sk).await?
         else {
@@ -334,11 +333,10 @@ where
                     changed_versions: planned.changed_versions,
                 });
             }
-            Err(error) if lost_race(&error) => continue,
+            Err(error) if lost_race(&error) => contention.lost(item_version).await?,
             Err(error) => return Err(error.into()),
         }
     }
-    Err(StoreError::ConditionFailed.into())
 }
 
 /// A transaction that failed because another writer got there first: read again and retry.
@@ -449,26 +447,25 @@ fn plan_update(
     Ok(ops)
 }
 
-/// Soft-deletes an endpoint: its name is freed, its record kept under its uuid, its versions
-/// left (they are keyed by the uuid). `None` when there is no such endpoint.
+/// Soft-deletes an endpoint at `at`: its name is freed, its record kept under its uuid, its
+/// versions left (they are keyed by the uuid). `None` when there is no such endpoint. A delete
+/// that lost the race to an update reads again and retries, as [`update`] does.
 pub async fn delete(
     store: &dyn Store,
     team_id: i64,
     name: &str,
     actor: &Actor,
+    at: DateTime<Utc>,
 ) -> Result<Option<Endpoint>, StoreError> {
     let pk = team_pk(team_id);
     let sk = endpoint_sk(name);
-    for attempt in 0..store::UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+    let mut contention = store::Contention::default();
+    loop {
         let Some((endpoint, item_version)) =
             store::get_versioned::<Endpoint>(store, &pk, &sk).await?
         else {
             return Ok(None);
         };
-        let at = Utc::now();
         let before = encode(&pk, &sk, &endpoint)?;
         let deleted = Deleted {
             endpoint: endpoint.clone(),
@@ -488,11 +485,10 @@ pub async fn delete(
         ];
         match store.transact_write(ops).await {
             Ok(()) => return Ok(Some(endpoint)),
-            Err(error) if lost_race(&error) => continue,
+            Err(error) if lost_race(&error) => contention.lost(item_version).await?,
             Err(error) => return Err(error),
         }
     }
-    Err(StoreError::ConditionFailed)
 }
 
 pub async fn get_materialization(

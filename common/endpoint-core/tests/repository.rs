@@ -134,7 +134,7 @@ async fn endpoints_versions_and_deletes_on_every_backend() {
             .await
             .unwrap();
         let gone = create(store, "gone", hogql("select 4")).await;
-        repository::delete(store, TEAM, "gone", &actor)
+        repository::delete(store, TEAM, "gone", &actor, Utc::now())
             .await
             .unwrap()
             .expect("deleted");
@@ -271,13 +271,13 @@ async fn endpoints_versions_and_deletes_on_every_backend() {
         assert_eq!(fields, ["versions"], "{label}");
 
         // Deleting frees the name; the new endpoint of that name has versions of its own.
-        let deleted = repository::delete(store, TEAM, "daily", &actor)
+        let deleted = repository::delete(store, TEAM, "daily", &actor, Utc::now())
             .await
             .unwrap()
             .expect("deleted");
         assert_eq!(deleted.id, daily.id);
         assert!(
-            repository::delete(store, TEAM, "daily", &actor)
+            repository::delete(store, TEAM, "daily", &actor, Utc::now())
                 .await
                 .unwrap()
                 .is_none()
@@ -376,5 +376,63 @@ async fn endpoints_versions_and_deletes_on_every_backend() {
         assert_eq!(runs.len(), 1, "{label}");
         assert_eq!(runs[0].name, "daily");
         assert_eq!(runs[0].last_executed_at, later);
+    }
+}
+
+/// Sixteen writers change one endpoint's query at once, none holding to a version it read:
+/// every one commits (a race lost to another writer's commit is read again and retried), each
+/// change its own version, every change in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_updates_never_fail_for_each_other() {
+    const WRITERS: u32 = 16;
+    for backend in TestState::all().await {
+        let store = backend.state.store.clone();
+        let label = format!("{:?}", backend.backend);
+        let endpoint = create(store.as_ref(), "contended", hogql("select 0")).await;
+        let mut writers = tokio::task::JoinSet::new();
+        for i in 1..=WRITERS {
+            let store = store.clone();
+            writers.spawn(async move {
+                let query = hogql(&format!("select {i}"));
+                repository::update(store.as_ref(), TEAM, "contended", &Actor::system(), {
+                    set_query(query)
+                })
+                .await
+            });
+        }
+        let mut made = Vec::new();
+        while let Some(joined) = writers.join_next().await {
+            let updated = joined
+                .expect("the writer ran")
+                .unwrap_or_else(|error| panic!("{label}: a writer failed: {error:?}"));
+            made.push(updated.new_version.expect("a new version").version);
+        }
+        made.sort_unstable();
+        assert_eq!(made, (2..=WRITERS + 1).collect::<Vec<_>>(), "{label}");
+        let stored = repository::get(store.as_ref(), TEAM, "contended")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.endpoint.current_version, WRITERS + 1, "{label}");
+        let versions = repository::versions(store.as_ref(), TEAM, endpoint.id)
+            .await
+            .unwrap();
+        let mut queries: Vec<String> = versions
+            .iter()
+            .map(|v| v.query["query"].as_str().unwrap().to_owned())
+            .collect();
+        queries.sort();
+        let mut expected: Vec<String> = (0..=WRITERS).map(|i| format!("select {i}")).collect();
+        expected.sort();
+        assert_eq!(queries, expected, "{label}: every change is a version");
+        let history = activity::list(
+            store.as_ref(),
+            TEAM,
+            repository::SCOPE,
+            Some(&endpoint.id.to_string()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(history.len(), WRITERS as usize + 1, "{label}");
     }
 }

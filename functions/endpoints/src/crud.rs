@@ -392,8 +392,9 @@ pub async fn destroy(
 ) -> ApiResult<Response> {
     let project = project(&state, &auth, &project_id, WRITE).await?;
     let store = state.store.as_ref();
+    let actor = Actor::user(&auth.user);
     let Some(endpoint) =
-        repository::delete(store, project.id, &name, &Actor::user(&auth.user)).await?
+        repository::delete(store, project.id, &name, &actor, state.clock.now()).await?
     else {
         return Err(ApiError::not_found_detail(format!(
             "Endpoint '{name}' not found."

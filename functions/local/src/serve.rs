@@ -86,6 +86,16 @@ pub async fn serve_until(
     // Every job runs in this process: the lake's (the compaction schedule's), async queries,
     // experiment timeseries, cohort calculations and endpoint materializations.
     crate::register_jobs(&state);
+    // Runs an earlier process on this store left behind when it stopped (killed, crashed):
+    // the ones it was running fail, the ones it had queued are queued here.
+    match state.jobs.recover(&state).await {
+        Ok(recovered) if recovered != Default::default() => {
+            tracing::warn!(?recovered, "job runs of a process that stopped")
+        }
+        Ok(_) => {}
+        Err(error) => tracing::error!(error = %common::error::Chain(&error),
+            "cannot recover the job runs of earlier processes"),
+    }
     let compaction = tokio::spawn(common::jobs::schedule::every(
         state.clone(),
         ScheduledJob {

@@ -7,6 +7,13 @@
 //! answer a status poll. A failed attempt is retried with exponential backoff and equal jitter
 //! until the job's `max_attempts`; schedules (EventBridge in AWS, [`schedule::every`] embedded)
 //! start runs by name.
+//!
+//! A run whose process stops (killed, out of memory, a Lambda past its timeout) does not stay
+//! `running`: each run records its owner, the process instance running it, and, in an
+//! invocation with a deadline, a lease ([`runs::LEASE`]). An in-process runner starting up
+//! ([`Jobs::recover`]) fails the runs other instances were running and takes over the ones
+//! their queues held; in AWS, every run that starts fails the runs of the same job whose lease
+//! is past (SQS delivering a run again, before that, takes it over).
 
 pub mod http;
 pub mod runs;
@@ -25,7 +32,7 @@ use uuid::Uuid;
 use crate::state::AppState;
 use crate::store::StoreError;
 
-pub use runs::{JobRun, RunStatus};
+pub use runs::{ABANDONED, JobRun, LEASE, RunStatus};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -152,9 +159,28 @@ impl JobError {
 }
 
 /// The jobs this process knows, and how their runs are delivered.
-#[derive(Default)]
 pub struct Jobs {
     known: RwLock<HashMap<&'static str, Arc<dyn Job>>>,
+    /// This runner's id, recorded as the owner of the runs it runs or holds.
+    instance: Uuid,
+}
+
+impl Default for Jobs {
+    fn default() -> Self {
+        Self {
+            known: RwLock::default(),
+            instance: Uuid::now_v7(),
+        }
+    }
+}
+
+/// What [`Jobs::recover`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// Runs that were running in a process that stopped, now failed.
+    pub failed: usize,
+    /// Runs another process's queue held (queued, or waiting for a retry), now queued here.
+    pub requeued: usize,
 }
 
 impl std::fmt::Debug for Jobs {
@@ -164,11 +190,19 @@ impl std::fmt::Debug for Jobs {
             names.sort_unstable();
             names
         });
-        f.debug_struct("Jobs").field("known", &known.ok()).finish()
+        f.debug_struct("Jobs")
+            .field("known", &known.ok())
+            .field("instance", &self.instance)
+            .finish()
     }
 }
 
 impl Jobs {
+    /// This runner's id: a process (or a state built for a test) has its own.
+    pub fn instance(&self) -> Uuid {
+        self.instance
+    }
+
     /// Makes `job` runnable here (the worker registers every job; a family registers the jobs it
     /// enqueues, so embedded runs find them). Registering a name again replaces it.
     pub fn register(&self, job: Arc<dyn Job>) {
@@ -190,7 +224,8 @@ impl Jobs {
         payload: Value,
     ) -> Result<JobRun, JobError> {
         self.register(job.clone());
-        let run = JobRun::queued(job.as_ref(), team_id, payload, state.clock.now());
+        let now = state.clock.now();
+        let run = JobRun::queued(job.as_ref(), team_id, payload, now, holder(state));
         run.create(state.store.as_ref()).await?;
         let envelope = run.envelope();
         if let Err(error) = deliver(state, envelope, Duration::ZERO).await {
@@ -226,6 +261,8 @@ impl Jobs {
             next_attempt_at: None,
             error: None,
             output: None,
+            owner: holder(state),
+            lease_until: None,
         };
         run.create(state.store.as_ref()).await?;
         if let Err(error) = deliver(state, run.envelope(), Duration::ZERO).await {
@@ -250,6 +287,7 @@ impl Jobs {
             scheduled.team_id,
             scheduled.payload,
             state.clock.now(),
+            Some(self.instance),
         );
         run.create(state.store.as_ref()).await?;
         self.execute(state, run.envelope(), deadline).await
@@ -267,10 +305,15 @@ impl Jobs {
         let job = self
             .get(&envelope.job)
             .ok_or_else(|| JobError::Unknown(envelope.job.clone()))?;
-        let Some(run) = runs::start(state, &envelope, job.max_attempts()).await? else {
+        let started = runs::start(state, &envelope, job.max_attempts(), deadline.is_some());
+        let Some(run) = started.await? else {
             // Delivered again after it ended (SQS delivers at least once): nothing to do.
             return runs::load_envelope(state, &envelope).await;
         };
+        // Earlier runs of this job whose process is gone end now, not never.
+        if let Err(error) = self.end_abandoned(state, &envelope.job).await {
+            tracing::warn!(job = %envelope.job, %error, "could not look for abandoned runs");
+        }
         let context = JobContext {
             run_id: envelope.run_id,
             team_id: envelope.team_id,
@@ -292,7 +335,8 @@ impl Jobs {
                 };
                 let retry_at = state.clock.now()
                     + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::zero());
-                let recorded = runs::retrying(state, &key, error.chain(), retry_at).await?;
+                let recorded =
+                    runs::retrying(state, &key, error.chain(), retry_at, holder(state)).await?;
                 deliver(state, next, delay).await?;
                 Ok(recorded)
             }
@@ -305,11 +349,106 @@ impl Jobs {
     }
 }
 
+impl Jobs {
+    /// For an in-process runner starting up (`analytics serve`), before it runs anything: the
+    /// open runs of other instances (processes that ran jobs in their own memory, on this
+    /// store, and have stopped) are taken care of. Those that were running are failed with
+    /// [`runs::ABANDONED`]; those their queue held (queued, or waiting for a retry) are queued
+    /// here, their retry at the time it was due. Runs a queue (SQS) holds, and runs with a
+    /// lease not yet past, are left alone.
+    pub async fn recover(&self, state: &AppState) -> Result<Recovered, JobError> {
+        let store = state.store.as_ref();
+        let mut recovered = Recovered::default();
+        for (run, version) in self.abandoned(state, None, true).await? {
+            if run.status == RunStatus::Running {
+                if runs::fail_abandoned(store, &run, version, state.clock.now())
+                    .await?
+                    .is_some()
+                {
+                    tracing::warn!(job = %run.job, run = %run.id, owner = ?run.owner,
+                        "a run whose process stopped is failed");
+                    recovered.failed += 1;
+                }
+                continue;
+            }
+            let Some(run) = runs::take_over(store, &run, version, holder(state)).await? else {
+                continue;
+            };
+            let due = run.next_attempt_at.unwrap_or(run.created_at) - state.clock.now();
+            let delay = due.to_std().unwrap_or(Duration::ZERO);
+            deliver(state, run.envelope(), delay).await?;
+            tracing::info!(job = %run.job, run = %run.id, ?delay, "a run another process held is queued here");
+            recovered.requeued += 1;
+        }
+        Ok(recovered)
+    }
+
+    /// Fails the open runs of `job` whose process is gone (their lease is past); each is
+    /// logged. Answers how many.
+    async fn end_abandoned(&self, state: &AppState, job: &str) -> Result<usize, JobError> {
+        let mut ended = 0;
+        for (run, version) in self.abandoned(state, Some(job), false).await? {
+            let now = state.clock.now();
+            if runs::fail_abandoned(state.store.as_ref(), &run, version, now)
+                .await?
+                .is_some()
+            {
+                tracing::warn!(job = %run.job, run = %run.id, owner = ?run.owner,
+                    lease_until = ?run.lease_until, "a run whose process stopped is failed");
+                ended += 1;
+            }
+        }
+        Ok(ended)
+    }
+
+    /// The open runs (of `job`, or of every job) whose process is gone as this runner sees it
+    /// ([`JobRun::abandoned`]), each as stored now with its item's version.
+    async fn abandoned(
+        &self,
+        state: &AppState,
+        job: Option<&str>,
+        starting: bool,
+    ) -> Result<Vec<(JobRun, u64)>, JobError> {
+        let store = state.store.as_ref();
+        let now = state.clock.now();
+        let mut abandoned = Vec::new();
+        for (listed, _) in JobRun::open(store, job).await? {
+            if !listed.abandoned(self.instance, now, starting) {
+                continue;
+            }
+            // The index may lag behind the record: decide on the record.
+            if let Some((run, version)) = runs::load_versioned(store, &listed.key()).await?
+                && run.abandoned(self.instance, now, starting)
+            {
+                abandoned.push((run, version));
+            }
+        }
+        Ok(abandoned)
+    }
+}
+
+/// The queue runs are sent to, when one is configured: else they run in this process.
+fn queue(state: &AppState) -> Option<(&aws_sdk_sqs::Client, &String)> {
+    state
+        .sqs
+        .as_ref()
+        .zip(state.config.query.job_queue_url.as_ref())
+}
+
+/// Who holds a run this process queues (see [`JobRun::owner`]): this runner when it runs its
+/// own queue, nobody when SQS does.
+fn holder(state: &AppState) -> Option<Uuid> {
+    match queue(state) {
+        Some(_) => None,
+        None => Some(state.jobs.instance()),
+    }
+}
+
 /// Sends a run to the worker through SQS when a queue is configured, else runs it in a task of
 /// this process after `delay`.
 async fn deliver(state: &AppState, envelope: Envelope, delay: Duration) -> Result<(), JobError> {
-    match (&state.sqs, &state.config.query.job_queue_url) {
-        (Some(sqs), Some(queue)) => {
+    match queue(state) {
+        Some((sqs, queue)) => {
             let body = serde_json::to_string(&envelope)
                 .map_err(|error| JobError::Send(Box::new(error)))?;
             sqs.send_message()
@@ -321,7 +460,7 @@ async fn deliver(state: &AppState, envelope: Envelope, delay: Duration) -> Resul
                 .map_err(|error| JobError::Send(Box::new(error)))?;
             Ok(())
         }
-        _ => {
+        None => {
             tokio::spawn(run_here_later(state.clone(), envelope, delay));
             Ok(())
         }

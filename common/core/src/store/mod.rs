@@ -442,15 +442,27 @@ pub fn conflict_backoff(attempt: u32) -> Duration {
 /// Read, change and write back one item under optimistic locking, retrying on concurrent changes
 /// (at most [`UPDATE_ATTEMPTS`] times, pausing [`conflict_backoff`] between tries).
 /// `change` gets the current entity and returns the new one; it may run more than once.
-pub async fn update<T, F>(
+pub async fn update<T, F>(store: &dyn Store, pk: &str, sk: &str, change: F) -> Result<T, StoreError>
+where
+    T: Serialize + DeserializeOwned,
+    F: FnMut(T) -> Result<T, StoreError>,
+{
+    update_indexed(store, pk, sk, change, |_, _| {}).await
+}
+
+/// [`update`] for an item whose GSI1 keys follow its entity: `index` sets them on the item to
+/// write from the changed entity (e.g. a sparse index only some states of it belong in).
+pub async fn update_indexed<T, F, I>(
     store: &dyn Store,
     pk: &str,
     sk: &str,
     mut change: F,
+    index: I,
 ) -> Result<T, StoreError>
 where
     T: Serialize + DeserializeOwned,
     F: FnMut(T) -> Result<T, StoreError>,
+    I: Fn(&T, &mut Item),
 {
     for attempt in 0..UPDATE_ATTEMPTS {
         if attempt > 0 {
@@ -463,6 +475,7 @@ where
         let mut item = current.clone();
         item.set_data(&updated)?;
         item.version = current.version + 1;
+        index(&updated, &mut item);
         match store
             .put(item, Condition::VersionEquals(current.version))
             .await
@@ -473,6 +486,40 @@ where
         }
     }
     Err(StoreError::ConditionFailed)
+}
+
+/// The retries of one optimistic write (read, plan, conditional write) that must never fail for
+/// another writer's sake: call [`Contention::lost`] after each try whose conditions failed, and
+/// try again when it says so.
+///
+/// A try lost while the item guarding the write moved on (the next try reads a newer version:
+/// another writer committed) is tried again however often that happens: the write waits its
+/// turn. Tries lost with the guarding item where it was (a transaction cancelled for
+/// overlapping one in flight, as DynamoDB does, or a condition on some other item) count:
+/// after [`UPDATE_ATTEMPTS`] of those the write gives up with [`StoreError::ConditionFailed`].
+#[derive(Debug, Default)]
+pub struct Contention {
+    previous: Option<u64>,
+    stalled: u32,
+    tries: u32,
+}
+
+impl Contention {
+    /// After a try that lost, having read version `read` of the guarding item (the one every
+    /// writer of the same thing conditions its transaction on): pauses [`conflict_backoff`] and
+    /// answers `Ok` to try again, or gives up.
+    pub async fn lost(&mut self, read: u64) -> Result<(), StoreError> {
+        if self.previous == Some(read) {
+            self.stalled += 1;
+            if self.stalled >= UPDATE_ATTEMPTS {
+                return Err(StoreError::ConditionFailed);
+            }
+        }
+        self.previous = Some(read);
+        self.tries = self.tries.saturating_add(1);
+        tokio::time::sleep(conflict_backoff(self.tries)).await;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -493,5 +540,40 @@ mod tests {
         for attempt in [64, u32::MAX] {
             assert!(conflict_backoff(attempt) <= BACKOFF_CAP);
         }
+    }
+
+    /// Tries that lose having read the versions in `reads`, one after another, then one that
+    /// commits: the outcome and the number of tries.
+    async fn lost_then_done(reads: &[u64]) -> (Result<(), StoreError>, usize) {
+        let mut contention = Contention::default();
+        for (tries, &read) in reads.iter().enumerate() {
+            if let Err(error) = contention.lost(read).await {
+                return (Err(error), tries + 1);
+            }
+        }
+        (Ok(()), reads.len() + 1)
+    }
+
+    #[tokio::test]
+    async fn a_write_waits_while_others_commit_and_gives_up_only_when_stuck() {
+        // Every lost try saw a newer version than the one before: others kept committing, so
+        // the write goes on past UPDATE_ATTEMPTS losses and lands.
+        let moving: Vec<u64> = (1..=UPDATE_ATTEMPTS as u64 + 4).collect();
+        let (result, tries) = lost_then_done(&moving).await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(tries, moving.len() + 1);
+        // Nothing moved between lost tries: UPDATE_ATTEMPTS of those and it gives up.
+        let stuck = vec![7; 2 * UPDATE_ATTEMPTS as usize];
+        let (result, tries) = lost_then_done(&stuck).await;
+        assert!(
+            matches!(result, Err(StoreError::ConditionFailed)),
+            "{result:?}"
+        );
+        assert_eq!(tries, UPDATE_ATTEMPTS as usize + 1);
+        // Progress in between starts nothing over, but does not count against it either.
+        let mixed = [3, 3, 4, 4, 5, 6, 6];
+        let (result, tries) = lost_then_done(&mixed).await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(tries, mixed.len() + 1);
     }
 }
