@@ -309,12 +309,13 @@ pub(super) fn best_effort(text: &str, zone: Tz) -> Option<DateTime<Utc>> {
             }
             Token::Word(w) => {
                 let lower = w.to_ascii_lowercase();
+                let skipped = weekday_name(w) || (lower == "t" && parts.hour.is_none());
                 if let Some(month) = month_name(w)
                     && parts.month.is_none()
                 {
                     parts.month = Some(month);
-                } else if weekday_name(w) {
-                } else if lower == "t" && parts.hour.is_none() {
+                } else if skipped {
+                    // Weekday names and the `T` between a date and its time say nothing more.
                 } else if lower == "am" || lower == "pm" {
                     parts.pm = Some(lower == "pm");
                 } else if lower == "z" || lower == "utc" || lower == "gmt" {

@@ -172,7 +172,7 @@ fn write_format(out: &mut String, format: &str, t: NaiveDateTime, offset: i32) {
             Some('i') => write!(out, "{:02}", t.minute()),
             Some('j') => write!(out, "{:03}", t.ordinal()),
             Some('M') => write!(out, "{month}"),
-            Some('n') => write!(out, "\n"),
+            Some('n') => writeln!(out),
             Some('p') => write!(out, "{}", if t.hour() < 12 { "AM" } else { "PM" }),
             Some('Q') => write!(out, "{}", t.month0() / 3 + 1),
             Some('r') => write!(
