@@ -683,7 +683,11 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         // NULLs last, as ClickHouse sorts them.
         (
             "arraySort",
-            meta(1, 1, Template(&[(1, "array_sort($0, 'ASC', 'NULLS LAST')")])),
+            meta(
+                1,
+                1,
+                Template(&[(1, "array_sort($0, 'ASC', 'NULLS LAST')")]),
+            ),
         ),
         // Lambdas (`x -> x * 2`) come first in ClickHouse, second in DataFusion.
         // Several arrays go zipped, the lambda's parameters reading the zipped fields.
