@@ -230,7 +230,7 @@ fn float_to_integer(value: f64, bits: u8, signed: bool) -> Result<i128> {
     }
     let via_i32 = |v: f64| -> i128 {
         let t = v.trunc();
-        if t >= -2_147_483_648.0 && t < 2_147_483_648.0 {
+        if (-2_147_483_648.0..2_147_483_648.0).contains(&t) {
             t as i128
         } else {
             i128::from(i32::MIN)
@@ -238,7 +238,7 @@ fn float_to_integer(value: f64, bits: u8, signed: bool) -> Result<i128> {
     };
     let via_i64 = |v: f64| -> i128 {
         let t = v.trunc();
-        if t >= -9_223_372_036_854_775_808.0 && t < 9_223_372_036_854_775_808.0 {
+        if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
             t as i128
         } else {
             i128::from(i64::MIN)

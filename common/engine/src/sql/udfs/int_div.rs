@@ -30,7 +30,7 @@ fn divide_floats(a: f64, b: f64) -> Result<i128> {
         return exec_err!("Division by zero (intDiv)");
     }
     let quotient = (a / b).trunc();
-    if !quotient.is_finite() || quotient.abs() >= 9.223_372_036_854_775_808e18 {
+    if !quotient.is_finite() || quotient.abs() >= 2f64.powi(63) {
         return exec_err!("intDiv: the quotient {quotient} is not an Int64");
     }
     Ok(quotient as i128)
