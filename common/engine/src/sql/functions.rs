@@ -256,16 +256,46 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ),
         ("toUUID", meta(1, 1, Rename("hogql_to_uuid"))),
         // ClickHouse's typed conversions (udfs/convert.rs): strict text, integers wrap.
-        ("toInt8", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int8')")]))),
-        ("toInt16", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int16')")]))),
-        ("toInt32", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int32')")]))),
-        ("toInt64", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int64')")]))),
-        ("toUInt8", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt8')")]))),
-        ("toUInt16", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt16')")]))),
-        ("toUInt32", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt32')")]))),
-        ("toUInt64", meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt64')")]))),
-        ("toFloat32", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Float32')")]))),
-        ("toFloat64", meta(1, 1, Template(&[(1, "hogql_convert($0, 'Float64')")]))),
+        (
+            "toInt8",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int8')")])),
+        ),
+        (
+            "toInt16",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int16')")])),
+        ),
+        (
+            "toInt32",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int32')")])),
+        ),
+        (
+            "toInt64",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'Int64')")])),
+        ),
+        (
+            "toUInt8",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt8')")])),
+        ),
+        (
+            "toUInt16",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt16')")])),
+        ),
+        (
+            "toUInt32",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt32')")])),
+        ),
+        (
+            "toUInt64",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'UInt64')")])),
+        ),
+        (
+            "toFloat32",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'Float32')")])),
+        ),
+        (
+            "toFloat64",
+            meta(1, 1, Template(&[(1, "hogql_convert($0, 'Float64')")])),
+        ),
         (
             "toDecimal32",
             meta(2, 2, Template(&[(2, "hogql_convert($0, 'Decimal32', $1)")])),
@@ -817,7 +847,10 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("cityHash64", meta(1, ANY, Rename("hogql_city_hash64"))),
         ("sipHash64", meta(1, ANY, Rename("hogql_sip_hash64"))),
         ("xxHash64", meta(1, ANY, Rename("hogql_xx_hash64"))),
-        ("murmurHash3_64", meta(1, ANY, Rename("hogql_murmur_hash3_64"))),
+        (
+            "murmurHash3_64",
+            meta(1, ANY, Rename("hogql_murmur_hash3_64")),
+        ),
         ("MD5", meta(1, 1, Template(&[(1, "digest($0, 'md5')")]))),
         ("hex", meta(1, 1, Rename("hogql_hex"))),
         (
