@@ -781,10 +781,81 @@ async fn last_execution_times_and_scopes() {
                 answer["query_status"]["team_id"],
                 world.bootstrap.project.id
             );
+            // The whole status object, as the async query status route answers one.
+            let keys = |status: &Value| {
+                let mut keys: Vec<String> = status.as_object().unwrap().keys().cloned().collect();
+                keys.sort_unstable();
+                keys
+            };
+            assert_eq!(
+                keys(&answer["query_status"]),
+                [
+                    "complete",
+                    "dashboard_id",
+                    "end_time",
+                    "error",
+                    "error_message",
+                    "expiration_time",
+                    "id",
+                    "insight_id",
+                    "labels",
+                    "pickup_time",
+                    "query_async",
+                    "query_progress",
+                    "results",
+                    "start_time",
+                    "task_id",
+                    "team_id"
+                ],
+                "{answer}"
+            );
+            let (status, queued) = world
+                .send_json(
+                    Method::POST,
+                    &format!("/api/projects/{}/query/", world.bootstrap.project.id),
+                    json!({"query": {"kind": "HogQLQuery", "query": "select 1"},
+                        "refresh": "force_async", "client_query_id": format!("keys-{prefix}")}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+            assert_eq!(
+                keys(&answer["query_status"]),
+                keys(&queued["query_status"]),
+                "{queued}"
+            );
+            assert_eq!(
+                answer["query_status"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .filter(|(key, _)| !["team_id", "results"].contains(&key.as_str()))
+                    .map(|(key, value)| (key.as_str(), value.clone()))
+                    .collect::<std::collections::BTreeMap<_, _>>(),
+                [
+                    ("complete", json!(true)),
+                    ("dashboard_id", Value::Null),
+                    ("end_time", Value::Null),
+                    ("error", json!(false)),
+                    ("error_message", Value::Null),
+                    ("expiration_time", Value::Null),
+                    ("id", json!("")),
+                    ("insight_id", Value::Null),
+                    ("labels", Value::Null),
+                    ("pickup_time", Value::Null),
+                    ("query_async", json!(true)),
+                    ("query_progress", Value::Null),
+                    ("start_time", Value::Null),
+                    ("task_id", Value::Null),
+                ]
+                .into_iter()
+                .collect(),
+                "{answer}: QueryStatus's defaults"
+            );
             let (_, empty) = world
                 .send_json(Method::POST, &times, json!({"names": []}))
                 .await;
             assert_eq!(empty["query_status"]["results"], json!([]));
+            assert_eq!(keys(&empty["query_status"]).len(), 16, "{empty}");
             let (status, bad) = world
                 .send_json(Method::POST, &times, json!({"names": ["no way"]}))
                 .await;

@@ -416,3 +416,168 @@ async fn copy_to_project_makes_a_draft_on_the_target_projects_flag() {
         );
     }
 }
+
+/// The keys of the eligible flags `query` selects (ordered by key), and the count.
+async fn eligible_keys(world: &World, query: &str) -> Vec<String> {
+    let uri = format!(
+        "{}eligible_feature_flags/?order=key&{query}",
+        world.experiments_uri()
+    );
+    let (status, eligible) = world.get(&uri, Some(world.admin_key())).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{} {query} {eligible}",
+        world.name()
+    );
+    let keys: Vec<String> = eligible["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|flag| flag["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(eligible["count"], keys.len(), "{} {query}", world.name());
+    keys
+}
+
+/// `created_by_id` is a user's integer id (the `id` of `created_by` and of the user payload; a
+/// uuid is taken too), `has_evaluation_tags` keeps flags with or without evaluation tags as
+/// PostHog reads it; the experiments list takes the same integer id.
+#[tokio::test]
+async fn eligible_flags_by_creator_id_and_evaluation_tags() {
+    for world in World::all().await {
+        let name = world.name();
+        let flag = |key: &str, tags: Value| {
+            json!({"key": key, "evaluation_tags": tags, "filters": {
+                "groups": [{"rollout_percentage": 100}],
+                "multivariate": {"variants": [{"key": "control", "rollout_percentage": 50},
+                    {"key": "test", "rollout_percentage": 50}]}}})
+        };
+        let admin_tagged = world
+            .create_flag(flag("admin-tagged", json!(["app"])))
+            .await;
+        world.create_flag(flag("admin-plain", json!([]))).await;
+        let (status, member_tagged) = world
+            .send(
+                Method::POST,
+                &world.flags_uri(),
+                Some(&world.member_key),
+                Some(&flag("member-tagged", json!(["web"])).to_string()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{name} {member_tagged}");
+
+        // The integer ids users are shown with, the same in `created_by` and `@me`.
+        let admin_id = admin_tagged["created_by"]["id"].as_i64().unwrap();
+        let member_id = member_tagged["created_by"]["id"].as_i64().unwrap();
+        assert_ne!(admin_id, member_id, "{name}");
+        assert!(admin_id > 0 && admin_id < 1 << 53, "{name} {admin_id}");
+        let (status, me) = world.get("/api/users/@me/", Some(&world.member_key)).await;
+        assert_eq!(status, StatusCode::OK, "{name} {me}");
+        assert_eq!(me["id"], member_id, "{name}");
+        assert_eq!(me["uuid"], world.member.uuid.to_string(), "{name}");
+
+        assert_eq!(
+            eligible_keys(&world, "").await,
+            ["admin-plain", "admin-tagged", "member-tagged"],
+            "{name}"
+        );
+        assert_eq!(
+            eligible_keys(&world, &format!("created_by_id={member_id}")).await,
+            ["member-tagged"],
+            "{name}"
+        );
+        assert_eq!(
+            eligible_keys(&world, &format!("created_by_id={admin_id}")).await,
+            ["admin-plain", "admin-tagged"],
+            "{name}"
+        );
+        assert_eq!(
+            eligible_keys(&world, &format!("created_by_id={}", world.member.uuid)).await,
+            ["member-tagged"],
+            "{name}: a uuid names the user too"
+        );
+        let nobody = if admin_id == 1 || member_id == 1 {
+            2
+        } else {
+            1
+        };
+        assert!(
+            eligible_keys(&world, &format!("created_by_id={nobody}"))
+                .await
+                .is_empty(),
+            "{name}"
+        );
+        assert_eq!(
+            eligible_keys(&world, "created_by_id=").await.len(),
+            3,
+            "{name}: empty is no filter"
+        );
+        for truthy in ["true", "True", "1", "yes"] {
+            assert_eq!(
+                eligible_keys(&world, &format!("has_evaluation_tags={truthy}")).await,
+                ["admin-tagged", "member-tagged"],
+                "{name} {truthy}"
+            );
+        }
+        for falsy in ["false", "0", "no"] {
+            assert_eq!(
+                eligible_keys(&world, &format!("has_evaluation_tags={falsy}")).await,
+                ["admin-plain"],
+                "{name} {falsy}"
+            );
+        }
+        assert_eq!(
+            eligible_keys(
+                &world,
+                &format!("created_by_id={admin_id}&has_evaluation_tags=true")
+            )
+            .await,
+            ["admin-tagged"],
+            "{name}"
+        );
+        let (status, body) = world
+            .get(
+                &format!(
+                    "{}eligible_feature_flags/?created_by_id=someone",
+                    world.experiments_uri()
+                ),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        let (_, attr) = error_shape(&body);
+        assert_eq!(attr.as_deref(), Some("created_by_id"), "{name}");
+
+        // The experiments list takes the same integer id.
+        world
+            .create_experiment(json!({"name": "Mine", "feature_flag_key": "mine"}))
+            .await;
+        let list = |query: String| {
+            let world = &world;
+            async move {
+                let (status, body) = world
+                    .get(
+                        &format!("{}?{query}", world.experiments_uri()),
+                        Some(world.admin_key()),
+                    )
+                    .await;
+                assert_eq!(status, StatusCode::OK, "{} {body}", world.name());
+                body["count"].as_u64().unwrap()
+            }
+        };
+        assert_eq!(list(format!("created_by_id={admin_id}")).await, 1, "{name}");
+        assert_eq!(
+            list(format!("created_by_id={member_id}")).await,
+            0,
+            "{name}"
+        );
+        let (status, _) = world
+            .get(
+                &format!("{}?created_by_id=someone", world.experiments_uri()),
+                Some(world.admin_key()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
+    }
+}

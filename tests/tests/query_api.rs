@@ -276,6 +276,145 @@ async fn async_queries_report_status_results_and_log() {
     }
 }
 
+/// `query_progress` as PostHog shapes it: five integers.
+fn progress_of(name: &str, body: &Value) -> (u64, u64, u64, u64, u64) {
+    let progress = &body["query_status"]["query_progress"];
+    let mut keys: Vec<&str> = progress
+        .as_object()
+        .unwrap_or_else(|| panic!("{name}: no progress in {body}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "active_cpu_time",
+            "bytes_read",
+            "estimated_rows_total",
+            "rows_read",
+            "time_elapsed"
+        ],
+        "{name}"
+    );
+    let field = |key: &str| {
+        progress[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: {key} is not an integer in {body}"))
+    };
+    (
+        field("rows_read"),
+        field("bytes_read"),
+        field("estimated_rows_total"),
+        field("time_elapsed"),
+        field("active_cpu_time"),
+    )
+}
+
+/// An async query's `query_progress` comes from its plan's metrics: written into the status
+/// about once a second while it runs (so any instance's poll sees it), and in full when it ends.
+#[tokio::test]
+async fn async_query_progress_counts_what_the_scan_read() {
+    for world in World::all().await {
+        let name = world.name();
+        let team = world.bootstrap.project.id;
+        let path = format!("/api/projects/{team}/query/");
+        let token = world.bootstrap.project.api_token.clone();
+        capture(&world, &token, "reader", "progress", 40).await;
+        capture(&world, &token, "reader", "other", 10).await;
+        engine::commit_all(&world.backend.state).await.unwrap();
+
+        // A finished query: every row of the table read, bytes from storage, CPU spent.
+        let (status, body) = post(&world, &path, world.admin_key(), json!({
+            "query": {"kind": "HogQLQuery", "query": "select event, count() from events group by event order by event"},
+            "refresh": "force_async", "client_query_id": "progress-1"
+        })).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{name} {body}");
+        assert_eq!(
+            body["query_status"]["query_progress"],
+            Value::Null,
+            "{name}: nothing read yet"
+        );
+        let (status, body) = wait_until_done(&world, team, "progress-1").await;
+        assert_eq!(status, StatusCode::OK, "{name} {body}");
+        assert_eq!(
+            body["query_status"]["results"]["results"],
+            json!([["other", 10], ["progress", 40]]),
+            "{name}"
+        );
+        let (rows, bytes, estimated, elapsed, cpu) = progress_of(&name, &body);
+        assert_eq!(rows, 50, "{name}: each event read once {body}");
+        assert!(bytes > 0, "{name}: bytes scanned {body}");
+        assert!(estimated >= rows, "{name} {body}");
+        assert!(cpu > 0, "{name}: compute time {body}");
+        let started = chrono::DateTime::parse_from_rfc3339(
+            body["query_status"]["pickup_time"].as_str().unwrap(),
+        )
+        .unwrap();
+        let ended = chrono::DateTime::parse_from_rfc3339(
+            body["query_status"]["end_time"].as_str().unwrap(),
+        )
+        .unwrap();
+        assert!(
+            elapsed <= (ended - started).num_seconds().max(0) as u64,
+            "{name}: whole seconds of the run {body}"
+        );
+
+        // A long query (minutes) whose events are all read first (a sum the files' statistics
+        // cannot answer): its progress shows while it runs, then it is cancelled and the ended
+        // status keeps what it read.
+        let long = "select count() from (select sum(length(event)) as n from events) e, (select arrayJoin(range(2000)) as a) x, (select arrayJoin(range(2000000)) as b) y where (a * b + e.n) % 7 = 3";
+        let (status, body) = post(
+            &world,
+            &path,
+            world.admin_key(),
+            json!({
+                "query": {"kind": "HogQLQuery", "query": long},
+                "refresh": "force_async", "client_query_id": "progress-2"
+            }),
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{name} {body}");
+        // Progress is written from the first second on (zeros while it is still planning) until
+        // the events have been read.
+        let mut running = None;
+        for _ in 0..300 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let (status, body) = status_of(&world, team, "progress-2").await;
+            assert_eq!(status, StatusCode::ACCEPTED, "{name}: still running {body}");
+            if body["query_status"]["query_progress"]["rows_read"].as_u64() > Some(0) {
+                running = Some(body);
+                break;
+            }
+        }
+        let running = running.unwrap_or_else(|| panic!("{name}: no progress while running"));
+        let (rows, bytes, estimated, elapsed, _) = progress_of(&name, &running);
+        assert_eq!(running["query_status"]["complete"], false, "{name}");
+        assert!(elapsed >= 1, "{name}: written after a second {running}");
+        assert_eq!(rows, 50, "{name}: the events were read {running}");
+        assert!(bytes > 0, "{name} {running}");
+        assert!(estimated >= rows, "{name} {running}");
+        let (status, _) = world
+            .send(
+                Method::DELETE,
+                &format!("{path}progress-2/"),
+                Some(world.admin_key()),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
+        let (status, body) = wait_until_done(&world, team, "progress-2").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        let (rows_after, bytes_after, estimated_after, elapsed_after, cpu_after) =
+            progress_of(&name, &body);
+        assert_eq!(rows_after, 50, "{name}: the events were read {body}");
+        assert!(bytes_after >= bytes && bytes_after > 0, "{name} {body}");
+        assert!(estimated_after >= rows_after, "{name} {body}");
+        assert!(elapsed_after >= elapsed, "{name} {body}");
+        assert!(cpu_after > 0, "{name} {body}");
+    }
+}
+
 #[tokio::test]
 async fn cancel_stops_a_running_query() {
     for world in World::all().await {

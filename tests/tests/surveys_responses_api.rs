@@ -500,7 +500,7 @@ async fn stats_and_responses_refuse_bad_parameters() {
         let (_, attr) = refused(status, &answer, &name);
         assert_eq!(attr.as_deref(), Some("survey_ids"), "{name}");
 
-        // Responses and summaries read events: survey:read alone is not enough.
+        // Responses read events: survey:read alone is not enough.
         let survey_read = world.key(&["survey:read"], None).await;
         let (status, _) = world
             .get(
@@ -509,15 +509,33 @@ async fn stats_and_responses_refuse_bad_parameters() {
             )
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
-        let (status, _) = world
-            .send(
-                Method::POST,
-                &format!("{uri}summary_headline/"),
-                Some(&survey_read),
-                None,
-            )
-            .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
+        // The summaries take survey:read alone, the scope PostHog lists for them; query:read
+        // alone is not enough.
+        let query_read = world.key(&["query:read"], None).await;
+        for route in [
+            "summary_headline/".to_owned(),
+            format!("summarize_responses/?question_id={question}"),
+            "summarize_responses/".to_owned(),
+        ] {
+            let (status, answer) = world
+                .send(
+                    Method::POST,
+                    &format!("{uri}{route}"),
+                    Some(&survey_read),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{name} {route} {answer}");
+            let (status, _) = world
+                .send(
+                    Method::POST,
+                    &format!("{uri}{route}"),
+                    Some(&query_read),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{name} {route}");
+        }
     }
 }
 

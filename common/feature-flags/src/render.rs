@@ -10,9 +10,11 @@ use common::store::{Store, StoreError};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-/// PostHog's UserBasicSerializer, from what the users family keeps (no integer id here).
+/// PostHog's UserBasicSerializer, from what the users family keeps (the integer `id` is derived
+/// from the uuid: `common::models::user_id`).
 pub fn user_basic(user: &User) -> Value {
     json!({
+        "id": user.id(),
         "uuid": user.uuid,
         "distinct_id": user.distinct_id,
         "first_name": user.first_name,

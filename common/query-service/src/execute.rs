@@ -152,6 +152,7 @@ pub async fn run(state: &AppState, request: Request<'_>) -> Result<Answer, Servi
             project.id,
             query_id,
             Job::new(node, caller, mode.forced()),
+            state.clock.now(),
             longest,
         );
         return match status.create(state).await {
@@ -161,7 +162,7 @@ pub async fn run(state: &AppState, request: Request<'_>) -> Result<Answer, Servi
                     let ended = QueryStatus::update(state, project.id, query_id, |mut status| {
                         status.complete = true;
                         status.error = true;
-                        status.end_time = Some(chrono::Utc::now());
+                        status.end_time = Some(state.clock.now());
                         Ok(status)
                     })
                     .await;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use common::AppState;
 use common::jobs::{Job, JobContext, JobError, JobRun};
 use common::models::Project;
@@ -21,6 +21,8 @@ use crate::status::{self, QueryStatus};
 
 /// How often a running job looks for a cancel.
 const CANCEL_POLL: Duration = Duration::from_millis(200);
+/// How often, at most, a running job writes its progress into its status (by the state's clock).
+const PROGRESS_EVERY: chrono::Duration = chrono::Duration::seconds(1);
 
 /// The `query` job: runs the async query its payload names.
 pub struct QueryJob;
@@ -61,13 +63,48 @@ pub async fn enqueue(state: &AppState, team_id: i64, query_id: &str) -> Result<J
         .await
 }
 
-async fn cancelled(state: &AppState, team_id: i64, id: &str) {
+/// Watches a running query until it is cancelled (or its status is gone): looks for the cancel
+/// flag in its status, and at most once per [`PROGRESS_EVERY`] writes what its plans have done
+/// so far (`progress`, running since `started`) into the status, so a poll on any instance sees
+/// it.
+async fn watch(
+    state: &AppState,
+    team_id: i64,
+    id: &str,
+    progress: &engine::sql::Progress,
+    started: DateTime<Utc>,
+) {
+    let mut written = started;
     loop {
         tokio::time::sleep(CANCEL_POLL).await;
-        match QueryStatus::load(state, team_id, id).await {
-            Ok(Some(status)) if !status.cancelled => continue,
-            Ok(_) => return,
-            Err(error) => tracing::warn!(%error, "cannot read a query status"),
+        let status = match QueryStatus::load(state, team_id, id).await {
+            Ok(Some(status)) => status,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read a query status");
+                continue;
+            }
+        };
+        if status.cancelled {
+            return;
+        }
+        let now = state.clock.now();
+        if now - written < PROGRESS_EVERY {
+            continue;
+        }
+        written = now;
+        let current = status::Progress::of(progress.scanned(), now - started);
+        let updated = QueryStatus::update(state, team_id, id, |mut status| {
+            if !status.complete {
+                status.query_progress = Some(current.clone());
+            }
+            Ok(status)
+        })
+        .await;
+        match updated {
+            Ok(status) if status.cancelled => return,
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "cannot record a query's progress"),
         }
     }
 }
@@ -81,9 +118,10 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) -> Result<Value, 
             "no async query {id} in project {team_id} (it ended more than its retention ago, or never started)"
         )));
     }
+    let picked_up = state.clock.now();
     let status = QueryStatus::update(state, team_id, id, |mut status| {
         if status.pickup_time.is_none() {
-            status.pickup_time = Some(Utc::now());
+            status.pickup_time = Some(picked_up);
         }
         Ok(status)
     })
@@ -111,8 +149,9 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) -> Result<Value, 
     let slot = slots::wait(state, team_id).await;
     let node = status.job.node();
     let caller = status.job.caller();
-    let started = std::time::Instant::now();
-    let outcome = runner::run(
+    let progress = engine::sql::Progress::new();
+    let started = state.clock.now();
+    let outcome = runner::run_watched(
         Run {
             state,
             project: &project,
@@ -123,19 +162,17 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) -> Result<Value, 
             endpoint: "",
             log: true,
         },
-        cancelled(state, team_id, id),
+        watch(state, team_id, id, &progress, started),
+        &progress,
     )
     .await;
     if let Some(slot) = slot {
         slot.release().await;
     }
-    let elapsed = started.elapsed();
+    // What the plans did in all (nothing when the answer came from the cache).
+    let progress = status::Progress::of(progress.scanned(), state.clock.now() - started);
     match outcome {
         Ok(response) => {
-            let progress = status::Progress {
-                time_elapsed: elapsed.as_millis() as u64,
-                ..Default::default()
-            };
             match status::store_results(state, team_id, id, &response).await {
                 Ok(path) => finish(state, team_id, id, Ok(path), Some(progress)).await?,
                 Err(error) => {
@@ -149,7 +186,14 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) -> Result<Value, 
             Ok(json!({"query_id": id, "ran": true, "error": false}))
         }
         Err(error) => {
-            finish(state, team_id, id, Err(exposed_message(&error)), None).await?;
+            finish(
+                state,
+                team_id,
+                id,
+                Err(exposed_message(&error)),
+                Some(progress),
+            )
+            .await?;
             Ok(json!({"query_id": id, "ran": true, "error": true}))
         }
     }
@@ -164,7 +208,7 @@ async fn finish(
 ) -> Result<(), JobError> {
     QueryStatus::update(state, team_id, id, |mut status| {
         status.complete = true;
-        status.end_time = Some(Utc::now());
+        status.end_time = Some(state.clock.now());
         if progress.is_some() {
             status.query_progress = progress.clone();
         }

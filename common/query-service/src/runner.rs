@@ -41,9 +41,19 @@ pub fn limits(state: &AppState) -> Limits {
 /// Runs (or serves from cache) and answers PostHog's HogQLQueryResponse; `cancelled`
 /// resolving stops the query where it is.
 pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Value, QueryError> {
+    run_watched(run, cancelled, &sql::Progress::new()).await
+}
+
+/// [`run`], each query's plan published to `progress` as it starts, so another task can read how
+/// far it has got (an async query's `query_progress`).
+pub async fn run_watched(
+    run: Run<'_>,
+    cancelled: impl Future<Output = ()>,
+    progress: &sql::Progress,
+) -> Result<Value, QueryError> {
     let clock = Instant::now();
     let mut record = log_record(&run, Utc::now());
-    let outcome = execute(&run, cancelled, &mut record).await;
+    let outcome = execute(&run, cancelled, progress, &mut record).await;
     record.query_duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
     if let Err((error, before_start)) = &outcome {
         let (status, name, code) = log_exception(error, *before_start);
@@ -198,6 +208,7 @@ async fn load_cached(state: &AppState, team_id: i64, key: &str) -> Option<Value>
 async fn execute(
     run: &Run<'_>,
     cancelled: impl Future<Output = ()>,
+    progress: &sql::Progress,
     record: &mut QueryLogRecord,
 ) -> Result<Value, (QueryError, bool)> {
     let started = Instant::now();
@@ -224,7 +235,7 @@ async fn execute(
             ..limits
         };
         let output = tokio::select! {
-            output = session.execute(query, &bounded) => output.map_err(|e| (e, false))?,
+            output = session.execute_watched(query, &bounded, progress) => output.map_err(|e| (e, false))?,
             _ = &mut cancelled => return Err((QueryError::Cancelled, false)),
         };
         record.read_rows += output.read_rows;

@@ -16,13 +16,29 @@ use crate::{Caller, SqlNode};
 /// How long a finished status stays readable.
 const KEEP_MINUTES: i64 = 20;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// PostHog's `query_progress` (ClickHouse's `system.processes` for the query): rows and bytes
+/// read, rows expected in all, whole seconds since the run started, and CPU time in microseconds.
+/// Here they come from the running plans' metrics ([`engine::sql::Progress`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {
     pub bytes_read: u64,
     pub rows_read: u64,
     pub estimated_rows_total: u64,
     pub time_elapsed: u64,
     pub active_cpu_time: u64,
+}
+
+impl Progress {
+    /// What the plans have done (`scanned`) after running for `elapsed`.
+    pub fn of(scanned: engine::sql::Scanned, elapsed: Duration) -> Self {
+        Self {
+            bytes_read: scanned.bytes,
+            rows_read: scanned.rows,
+            estimated_rows_total: scanned.estimated_rows.max(scanned.rows),
+            time_elapsed: elapsed.num_seconds().max(0) as u64,
+            active_cpu_time: scanned.compute_nanos / 1_000,
+        }
+    }
 }
 
 /// What the worker needs to run the query.
@@ -126,8 +142,14 @@ fn item(status: &QueryStatus) -> Result<Item, StoreError> {
 }
 
 impl QueryStatus {
-    pub fn new(team_id: i64, id: &str, job: Job, longest_run: Duration) -> Self {
-        let now = Utc::now();
+    /// A status queued at `now` (the state's clock).
+    pub fn new(
+        team_id: i64,
+        id: &str,
+        job: Job,
+        now: DateTime<Utc>,
+        longest_run: Duration,
+    ) -> Self {
         Self {
             id: id.to_owned(),
             team_id,
@@ -200,7 +222,6 @@ impl QueryStatus {
 
     /// The status as PostHog answers it, results included when finished.
     pub async fn payload(&self, state: &AppState) -> Value {
-        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
         let results = match &self.results_path {
             Some(path) => match state.objects.get(&Path::from(path.as_str())).await {
                 Ok(found) => match found.bytes().await {
@@ -211,13 +232,81 @@ impl QueryStatus {
             },
             None => Value::Null,
         };
-        if let Value::Object(map) = &mut value {
-            map.remove("cancelled");
-            map.remove("results_path");
-            map.remove("job");
-            map.insert("results".into(), results);
+        self.answer(results).to_json()
+    }
+
+    /// This status as answered, with `results`.
+    pub fn answer(&self, results: Value) -> StatusAnswer {
+        StatusAnswer {
+            id: self.id.clone(),
+            team_id: self.team_id,
+            query_async: self.query_async,
+            complete: self.complete,
+            error: self.error,
+            error_message: self.error_message.clone(),
+            results,
+            start_time: Some(self.start_time),
+            pickup_time: self.pickup_time,
+            end_time: self.end_time,
+            expiration_time: Some(self.expiration_time),
+            task_id: self.task_id.clone(),
+            insight_id: self.insight_id,
+            dashboard_id: self.dashboard_id,
+            labels: self.labels.clone(),
+            query_progress: self.query_progress.clone(),
         }
-        value
+    }
+}
+
+/// PostHog's QueryStatus as the API answers it, all sixteen fields: the async status route
+/// (`query/:id`) renders through it, and so do answers shaped as a status without a job behind
+/// them (endpoints' `last_execution_times`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatusAnswer {
+    pub id: String,
+    pub team_id: i64,
+    pub query_async: bool,
+    pub complete: bool,
+    pub error: bool,
+    pub error_message: Option<String>,
+    pub results: Value,
+    pub start_time: Option<DateTime<Utc>>,
+    pub pickup_time: Option<DateTime<Utc>>,
+    pub end_time: Option<DateTime<Utc>>,
+    pub expiration_time: Option<DateTime<Utc>>,
+    pub task_id: Option<String>,
+    pub insight_id: Option<i64>,
+    pub dashboard_id: Option<i64>,
+    pub labels: Option<Vec<String>>,
+    pub query_progress: Option<Progress>,
+}
+
+impl StatusAnswer {
+    /// A complete answer with `results` and no job behind it: PostHog's QueryStatus defaults for
+    /// the rest (an empty id, no times, no progress).
+    pub fn complete(team_id: i64, results: Value) -> Self {
+        Self {
+            id: String::new(),
+            team_id,
+            query_async: true,
+            complete: true,
+            error: false,
+            error_message: None,
+            results,
+            start_time: None,
+            pickup_time: None,
+            end_time: None,
+            expiration_time: None,
+            task_id: None,
+            insight_id: None,
+            dashboard_id: None,
+            labels: None,
+            query_progress: None,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 
@@ -234,4 +323,75 @@ pub async fn store_results(
         .put(&Path::from(path.as_str()), PutPayload::from(bytes))
         .await?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_posthogs_units() {
+        let scanned = engine::sql::Scanned {
+            rows: 50,
+            bytes: 4096,
+            estimated_rows: 40,
+            compute_nanos: 2_500_000,
+        };
+        let progress = Progress::of(scanned, Duration::milliseconds(2_900));
+        assert_eq!(
+            progress,
+            Progress {
+                bytes_read: 4096,
+                rows_read: 50,
+                estimated_rows_total: 50,
+                time_elapsed: 2,
+                active_cpu_time: 2_500,
+            }
+        );
+    }
+
+    #[test]
+    fn a_status_answers_sixteen_fields_and_no_internals() {
+        let node = SqlNode::sql("select 1", Default::default());
+        let caller = Caller {
+            user: None,
+            api_key_label: None,
+            api_key_mask: None,
+        };
+        let now = Utc::now();
+        let status = QueryStatus::new(
+            7,
+            "q",
+            Job::new(&node, &caller, false),
+            now,
+            Duration::minutes(1),
+        );
+        let answer = status.answer(Value::Null).to_json();
+        let keys: Vec<&str> = answer
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys.len(), 16, "{answer}");
+        for internal in ["job", "cancelled", "results_path"] {
+            assert!(answer.get(internal).is_none(), "{internal}");
+        }
+        let borrowed = StatusAnswer::complete(7, Value::Array(vec![])).to_json();
+        let mut borrowed_keys: Vec<&str> = borrowed
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut keys = keys;
+        keys.sort_unstable();
+        borrowed_keys.sort_unstable();
+        assert_eq!(keys, borrowed_keys);
+        assert_eq!(answer["start_time"], json_time(now));
+    }
+
+    fn json_time(time: DateTime<Utc>) -> Value {
+        serde_json::to_value(time).unwrap()
+    }
 }

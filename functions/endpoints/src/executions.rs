@@ -8,6 +8,7 @@ use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::{AppState, Authenticated};
 use endpoint_core::{render, repository, validate};
+use query_service::status::StatusAnswer;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -21,7 +22,8 @@ pub struct Body {
 }
 
 /// `{"query_status": {..., "results": [[name, last_executed_at], ...]}}`, as PostHog answers
-/// its query over the log.
+/// its query over the log: the whole status object, rendered as the async status route renders
+/// one.
 pub async fn last(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -47,16 +49,6 @@ pub async fn last(
             .map(|run| json!([run.name, render::iso(run.last_executed_at)]))
             .collect(),
     };
-    Ok(axum::Json(json!({
-        "query_status": {
-            "id": "",
-            "team_id": project.id,
-            "query_async": true,
-            "complete": true,
-            "error": false,
-            "error_message": null,
-            "results": results,
-        }
-    }))
-    .into_response())
+    let status = StatusAnswer::complete(project.id, Value::Array(results));
+    Ok(axum::Json(json!({"query_status": status.to_json()})).into_response())
 }

@@ -21,7 +21,7 @@ use feature_flags::repository as flags;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::shared::{READ, WRITE, mutate, render, write_error};
+use crate::shared::{READ, WRITE, created_by_param, mutate, render, write_error};
 
 #[derive(Debug, Deserialize)]
 pub struct ListParams {
@@ -91,16 +91,7 @@ pub async fn list(
             )
         })?),
     };
-    let created_by = match params.created_by_id.as_deref() {
-        None => None,
-        Some(raw) => Some(raw.parse::<Uuid>().map_err(|_| {
-            ApiError::field(
-                "created_by_id",
-                "invalid",
-                "created_by_id must be a user's uuid.",
-            )
-        })?),
-    };
+    let created_by = created_by_param(params.created_by_id.as_deref())?;
     let order = params.order.as_deref().unwrap_or("-created_at");
     let (descending, field) = match order.strip_prefix('-') {
         Some(field) => (true, field),
@@ -129,7 +120,9 @@ pub async fn list(
                 experiment.archived == archived
                     && status.is_none_or(|status| experiment.status(*flag) == status)
                     && feature_flag_id.is_none_or(|id| experiment.feature_flag_id == id)
-                    && created_by.is_none_or(|uuid| experiment.created_by == Some(uuid))
+                    && created_by.is_none_or(|key| {
+                        experiment.created_by.is_some_and(|uuid| key.matches(uuid))
+                    })
                     && search
                         .as_ref()
                         .is_none_or(|needle| experiment.name.to_lowercase().contains(needle))

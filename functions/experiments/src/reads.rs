@@ -14,15 +14,15 @@ use feature_flags::model::EvaluationRuntime;
 use feature_flags::render::Creators;
 use feature_flags::repository as flags;
 use serde_json::json;
-use uuid::Uuid;
 
-use crate::shared::{ACTIVITY_READ, FLAG_READ, READ};
+use crate::shared::{ACTIVITY_READ, FLAG_READ, READ, created_by_param};
 
 const ELIGIBLE_DEFAULT_LIMIT: usize = 20;
 const ELIGIBLE_MAX_LIMIT: usize = 100;
 
 /// `GET /experiments/eligible_feature_flags`: multivariate flags with at least two variants,
-/// `control` first; `{results, count}` without links.
+/// `control` first; `{results, count}` without links. Filters: `search`, `active`,
+/// `created_by_id`, `evaluation_runtime`, `has_evaluation_tags`.
 pub async fn eligible_feature_flags(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -82,7 +82,11 @@ pub async fn eligible_feature_flags(
             })?,
         ),
     };
-    let created_by = param("created_by_id").and_then(|raw| raw.parse::<Uuid>().ok());
+    let created_by = created_by_param(param("created_by_id"))?;
+    // As PostHog reads it: `true`, `1` or `yes` (any case) keeps flags with at least one
+    // evaluation tag, any other value keeps flags without.
+    let has_tags = param("has_evaluation_tags")
+        .map(|raw| ["true", "1", "yes"].contains(&raw.to_lowercase().as_str()));
     let search = param("search").map(str::to_lowercase);
     let order = param("order").unwrap_or("-created_at");
     let (descending, field) = match order.strip_prefix('-') {
@@ -103,7 +107,9 @@ pub async fn eligible_feature_flags(
                 && keys.first() == Some(&"control")
                 && active.is_none_or(|active| flag.active == active)
                 && runtime.is_none_or(|runtime| flag.evaluation_runtime == runtime)
-                && created_by.is_none_or(|uuid| flag.created_by == Some(uuid))
+                && created_by
+                    .is_none_or(|key| flag.created_by.is_some_and(|uuid| key.matches(uuid)))
+                && has_tags.is_none_or(|has| flag.evaluation_tags.is_empty() != has)
                 && search.as_ref().is_none_or(|needle| {
                     flag.key.to_lowercase().contains(needle)
                         || flag.name.to_lowercase().contains(needle)

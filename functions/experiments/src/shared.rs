@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use common::AppState;
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
-use common::models::{Scope, User};
+use common::models::{Scope, User, UserKey};
 use common::store::{self, Store};
 use experiment_core::Experiment;
 use experiment_core::repository::{self, FlagWrite, WriteError};
@@ -16,6 +16,21 @@ pub const READ: Scope = Scope::read("experiment");
 pub const WRITE: Scope = Scope::write("experiment");
 pub const FLAG_READ: Scope = Scope::read("feature_flag");
 pub const ACTIVITY_READ: Scope = Scope::read("activity_log");
+
+/// `created_by_id`: a user's integer id (as PostHog's clients send it) or uuid; empty is no
+/// filter, as in PostHog; anything else is a 400.
+pub fn created_by_param(raw: Option<&str>) -> ApiResult<Option<UserKey>> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(raw) => UserKey::parse(raw).map(Some).ok_or_else(|| {
+            ApiError::field(
+                "created_by_id",
+                "invalid",
+                "created_by_id must be a user's id.",
+            )
+        }),
+    }
+}
 
 /// Tries of a change before it answers 409 (each try is one read and one transaction).
 const UPDATE_ATTEMPTS: u32 = 16;

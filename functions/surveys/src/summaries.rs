@@ -2,7 +2,8 @@
 //! language model configured (the default) the offline summarizer of `survey_core::summary`
 //! writes them; with `ANALYTICS_LLM_URL` set (the `draft_sql` configuration) an
 //! OpenAI-compatible model does, and the offline text stands in when it fails. Either is stored
-//! on the survey and answered again until `force_refresh`.
+//! on the survey and answered again until `force_refresh`. Both take `survey:read` alone, the
+//! scope PostHog lists for them, though they read the survey's responses from events.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -19,7 +20,7 @@ use survey_core::model::QuestionSummary;
 use survey_core::summary::{self, Answers, provider};
 use survey_core::{Question, QuestionType, Survey, archive, repository};
 
-use crate::shared::{Params, QUERY_READ, READ, load};
+use crate::shared::{Params, READ, load};
 
 /// Responses a question summary reads (newest first): the most one page of responses holds.
 const QUESTION_SAMPLE: usize = insights::surveys::responses::MAX_LIMIT;
@@ -56,7 +57,6 @@ pub async fn summarize_responses(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    auth.require(QUERY_READ)?;
     let body = body_of(&body)?;
     let stored = load(store, project.id, &id).await?;
     let survey = &stored.survey;
@@ -147,7 +147,6 @@ pub async fn summary_headline(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    auth.require(QUERY_READ)?;
     let body = body_of(&body)?;
     let stored = load(store, project.id, &id).await?;
     headline_answer(&state, &auth, &project, stored, body).await

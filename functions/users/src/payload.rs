@@ -48,6 +48,7 @@ pub fn user(
     two_factor_enabled: bool,
 ) -> Value {
     json!({
+        "id": user.id(),
         "uuid": user.uuid,
         "distinct_id": user.distinct_id,
         "date_joined": user.date_joined,

@@ -73,7 +73,59 @@ pub struct NewUser<'a> {
     pub is_staff: bool,
 }
 
+/// The largest integer id: 2^53 - 1, so ids stay exact in JavaScript numbers.
+const MAX_ID: u64 = (1 << 53) - 1;
+
+/// The integer id of the user `uuid`, as PostHog shows users' `id` (UserBasicSerializer, the user
+/// payload) and takes them in filters (`created_by_id`).
+///
+/// Users here are keyed by uuid alone; no counter hands out integers (a counter would need an
+/// item every creation contends on, and a migration for the users already stored). The id is
+/// derived instead: the first 53 bits of the SHA-256 of the uuid's bytes (0 becomes 1). It is
+/// stable, needs no look-up either way a filter compares it, and is safe in JavaScript numbers.
+/// Two of n users would share an id with a chance of about n²/2⁵⁴ (one in 18 000 for a million);
+/// the uuid stays the user's key.
+pub fn user_id(uuid: Uuid) -> i64 {
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(uuid.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    let id = (u64::from_be_bytes(first) >> 11) & MAX_ID;
+    id.max(1) as i64
+}
+
+/// A user named by a request (the `created_by_id` filters): by integer id, as PostHog's clients
+/// send it, or by uuid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserKey {
+    Id(i64),
+    Uuid(Uuid),
+}
+
+impl UserKey {
+    /// An integer id or a uuid; anything else is `None`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        if let Ok(id) = text.parse::<i64>() {
+            return Some(UserKey::Id(id));
+        }
+        Uuid::parse_str(text).ok().map(UserKey::Uuid)
+    }
+
+    /// Whether this names the user `uuid`.
+    pub fn matches(&self, uuid: Uuid) -> bool {
+        match self {
+            UserKey::Id(id) => user_id(uuid) == *id,
+            UserKey::Uuid(key) => *key == uuid,
+        }
+    }
+}
+
 impl User {
+    /// This user's integer id (see [`user_id`]).
+    pub fn id(&self) -> i64 {
+        user_id(self.uuid)
+    }
+
     pub fn pk(uuid: Uuid) -> String {
         format!("USER#{uuid}")
     }
@@ -287,6 +339,24 @@ fn verify_now(hash: &str, password: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_ids_are_stable_positive_and_name_their_user() {
+        let uuid = Uuid::parse_str("0190a4b2-7c3e-7d4f-8a1b-2c3d4e5f6a7b").unwrap();
+        let id = user_id(uuid);
+        assert_eq!(id, user_id(uuid), "the same uuid, the same id");
+        assert!((1..=MAX_ID as i64).contains(&id), "{id}");
+        // Uuids made in the same millisecond (v7) or differing in one byte get distinct ids.
+        let ids: std::collections::HashSet<i64> =
+            (0..10_000).map(|_| user_id(Uuid::now_v7())).collect();
+        assert_eq!(ids.len(), 10_000);
+        let key = UserKey::parse(&id.to_string()).unwrap();
+        assert!(key.matches(uuid) && !key.matches(Uuid::now_v7()));
+        let by_uuid = UserKey::parse(&uuid.to_string()).unwrap();
+        assert_eq!(by_uuid, UserKey::Uuid(uuid));
+        assert!(by_uuid.matches(uuid));
+        assert_eq!(UserKey::parse("someone"), None);
+    }
 
     #[test]
     fn passwords_verify_only_against_their_hash() {

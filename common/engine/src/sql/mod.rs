@@ -12,6 +12,7 @@ mod funnel;
 pub mod materialize;
 mod parse;
 mod plain_scan;
+mod progress;
 pub mod query_log;
 mod results;
 mod rewrite;
@@ -42,6 +43,7 @@ use datafusion::sql::sqlparser::ast::{Expr, Statement, visit_expressions};
 /// A materialization's result travels as Arrow from the engine to object storage.
 pub use datafusion::arrow::array::RecordBatch as ArrowBatch;
 pub use datafusion::arrow::datatypes::SchemaRef;
+pub use progress::{Progress, Scanned};
 pub use rewrite::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};
 pub use tables::ALL as TABLES;
 /// The engine's scalar functions for a session in time zone `zone` (benches register them).
@@ -389,13 +391,25 @@ impl Session {
         prepared: &Prepared,
         limits: &Limits,
     ) -> Result<Output, QueryError> {
+        self.execute_watched(prepared, limits, &Progress::new())
+            .await
+    }
+
+    /// [`Session::execute`], its plan published to `progress` once planned, so its metrics can
+    /// be read while it runs.
+    pub async fn execute_watched(
+        &self,
+        prepared: &Prepared,
+        limits: &Limits,
+        progress: &Progress,
+    ) -> Result<Output, QueryError> {
         let started = Instant::now();
-        let (physical, planned, batches) = self.run(prepared, limits).await?;
+        let (physical, planned, batches) = self.run(prepared, limits, progress).await?;
         let executed = started.elapsed().as_secs_f64() - planned;
-        let (read_rows, read_bytes) = scanned(physical.as_ref());
+        let scanned = progress::scanned(physical.as_ref());
         Ok(Output {
-            read_rows,
-            read_bytes,
+            read_rows: scanned.rows,
+            read_bytes: scanned.bytes,
             memory_usage: self.ctx.runtime_env().memory_pool.reserved() as u64,
             timings: vec![
                 ("./plan".into(), planned),
@@ -427,14 +441,17 @@ fn reads_json_text(statement: &Statement) -> bool {
 
 impl Session {
     /// Plans and runs `prepared` under `limits`: the physical plan (with its metrics), the
-    /// seconds planning took, and the result batches.
+    /// seconds planning took, and the result batches. The plan is published to `progress` before
+    /// it runs.
     async fn run(
         &self,
         prepared: &Prepared,
         limits: &Limits,
+        progress: &Progress,
     ) -> Result<(Arc<dyn ExecutionPlan>, f64, Vec<RecordBatch>), QueryError> {
         let started = Instant::now();
         let ctx = self.ctx.clone();
+        let progress = progress.clone();
         let statement = self.statement(prepared);
         // Filters evaluated while decoding (other columns decoded only for the rows kept) pay
         // off where a row's cost is parsing its JSON properties: on the bench table, 10-25% less
@@ -458,6 +475,7 @@ impl Session {
                 .await?;
             let physical = state.create_physical_plan(&plan).await?;
             let planned = started.elapsed().as_secs_f64();
+            progress.publish(physical.clone());
             let batches = collect(physical.clone(), ctx.task_ctx()).await?;
             Ok::<_, DataFusionError>((physical, planned, batches))
         };
@@ -504,7 +522,7 @@ impl Session {
         prepared: &Prepared,
         limits: &Limits,
     ) -> Result<(datafusion::arrow::datatypes::SchemaRef, Vec<RecordBatch>), QueryError> {
-        let (physical, _, batches) = self.run(prepared, limits).await?;
+        let (physical, _, batches) = self.run(prepared, limits, &Progress::new()).await?;
         Ok((physical.schema(), batches))
     }
 
@@ -522,25 +540,6 @@ impl Session {
             self.zone.name(),
         ))
     }
-}
-
-/// Rows and bytes the leaf scans produced.
-fn scanned(plan: &dyn ExecutionPlan) -> (u64, u64) {
-    let children = plan.children();
-    if children.is_empty() {
-        let metrics = plan.metrics();
-        let rows = metrics.as_ref().and_then(|m| m.output_rows()).unwrap_or(0) as u64;
-        let bytes = metrics
-            .as_ref()
-            .and_then(|m| m.sum_by_name("bytes_scanned"))
-            .map(|v| v.as_usize() as u64)
-            .unwrap_or(0);
-        return (rows, bytes);
-    }
-    children.iter().fold((0, 0), |(r, b), child| {
-        let (cr, cb) = scanned(child.as_ref());
-        (r + cr, b + cb)
-    })
 }
 
 /// DataFusion's errors, sorted into what the user did and what went wrong on our side. The
