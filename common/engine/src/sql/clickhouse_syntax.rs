@@ -3,7 +3,8 @@
 //! - `WITH <expression> AS name` (an alias usable anywhere in the query, not a table):
 //!   every later `name` becomes `(<expression>)`;
 //! - `... LIMIT n BY keys LIMIT m`: the second LIMIT applies to the LIMIT BY's result, so the
-//!   query becomes `SELECT * FROM (... LIMIT n BY keys) LIMIT m`.
+//!   query becomes `SELECT * FROM (... LIMIT n BY keys) LIMIT m`;
+//! - `LIMIT n OFFSET m BY keys` and `LIMIT m, n BY keys`: sqlparser reads `OFFSET m LIMIT n BY`.
 
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
@@ -186,6 +187,62 @@ pub fn nest_limit_after_limit_by(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpa
     out
 }
 
+/// ClickHouse's offsets of a LIMIT BY, `LIMIT n OFFSET m BY keys` and `LIMIT m, n BY keys`, in
+/// the order sqlparser reads: `OFFSET m LIMIT n BY keys`.
+pub fn limit_by_offsets(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut depth = 0;
+    // The last LIMIT seen (its index and depth), and where its count and offset split.
+    let mut limit: Option<(usize, i32)> = None;
+    let mut split = None;
+    for (index, item) in tokens.iter().enumerate() {
+        let at = depth;
+        depth += depth_change(&item.token);
+        if is_keyword(&item.token, Keyword::LIMIT) {
+            limit = Some((index, at));
+            split = None;
+            continue;
+        }
+        let Some((start, limit_depth)) = limit else {
+            continue;
+        };
+        if at != limit_depth {
+            if at < limit_depth {
+                limit = None;
+            }
+            continue;
+        }
+        if split.is_none()
+            && (is_keyword(&item.token, Keyword::OFFSET) || matches!(item.token, Token::Comma))
+        {
+            split = Some((index, matches!(item.token, Token::Comma)));
+        } else if is_keyword(&item.token, Keyword::BY) {
+            let Some((split, comma)) = split else {
+                limit = None;
+                continue;
+            };
+            let first = &tokens[start + 1..split];
+            let second = &tokens[split + 1..index];
+            let (count, offset) = if comma {
+                (second, first)
+            } else {
+                (first, second)
+            };
+            let mut out = tokens[..start].to_vec();
+            out.push(plain(Token::make_keyword("OFFSET")));
+            out.push(plain(Token::Whitespace(Whitespace::Space)));
+            out.extend(offset.iter().cloned());
+            out.push(plain(Token::Whitespace(Whitespace::Space)));
+            out.push(tokens[start].clone());
+            out.extend(count.iter().cloned());
+            out.push(plain(Token::Whitespace(Whitespace::Space)));
+            out.extend(tokens[index..].iter().cloned());
+            // Another LIMIT BY (in a subquery or a UNION) may follow.
+            return limit_by_offsets(out);
+        }
+    }
+    tokens
+}
+
 #[cfg(test)]
 mod tests {
     use crate::sql::parse::parse;
@@ -216,6 +273,16 @@ mod tests {
         assert_eq!(
             text("SELECT a FROM t LIMIT 2 BY a"),
             "SELECT a FROM t LIMIT 2 BY a"
+        );
+        for sql in [
+            "SELECT a FROM t LIMIT 2 OFFSET 1 BY a",
+            "SELECT a FROM t LIMIT 1, 2 BY a",
+        ] {
+            assert_eq!(text(sql), "SELECT a FROM t LIMIT 2 OFFSET 1 BY a", "{sql}");
+        }
+        assert_eq!(
+            text("SELECT * FROM (SELECT a FROM t LIMIT 1, 2 BY a) LIMIT 2 OFFSET 1 BY a LIMIT 3"),
+            "SELECT * FROM (SELECT * FROM (SELECT a FROM t LIMIT 2 OFFSET 1 BY a) LIMIT 2 OFFSET 1 BY a) LIMIT 3"
         );
     }
 }

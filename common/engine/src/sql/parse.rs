@@ -24,9 +24,9 @@ pub fn parse(text: &str) -> Result<Parsed, QueryError> {
     let tokens = Tokenizer::new(&dialect, text)
         .tokenize_with_location()
         .map_err(|e| QueryError::Syntax(e.to_string()))?;
-    let tokens = clickhouse_syntax::nest_limit_after_limit_by(
+    let tokens = clickhouse_syntax::nest_limit_after_limit_by(clickhouse_syntax::limit_by_offsets(
         clickhouse_syntax::inline_with_aliases(cohort_syntax::mark(tokens)),
-    );
+    ));
     let (tokens, placeholders) = rewrite_tokens(split_interval_strings(tokens))?;
     let mut statements = Parser::new(&dialect)
         .with_recursion_limit(RECURSION_LIMIT)

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, BinaryOperator, Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident,
-    JoinConstraint, JoinOperator, LimitClause, ObjectNamePart, OrderByKind, Query, Select,
+    AccessExpr, BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
+    Ident, JoinConstraint, JoinOperator, LimitClause, ObjectNamePart, OrderByKind, Query, Select,
     SelectItem, SetExpr, Subscript, TableAlias, TableFactor, UnaryOperator, Value, Visit, VisitMut,
     Visitor, VisitorMut,
 };
@@ -102,6 +102,9 @@ pub fn rewrite(
         return Err(error);
     }
     if let ControlFlow::Break(error) = VisitMut::visit(&mut query, &mut NumbersTables) {
+        return Err(error);
+    }
+    if let ControlFlow::Break(error) = Visit::visit(&query, &mut ArrayJoinPlaces) {
         return Err(error);
     }
     let page = match window {
@@ -532,6 +535,120 @@ fn check_select(select: &mut Select) -> ControlFlow<QueryError> {
     ControlFlow::Continue(())
 }
 
+/// Functions (as rewritten for DataFusion) whose result is a Boolean.
+const BOOLEAN_FUNCTIONS: &[&str] = &[
+    "starts_with",
+    "ends_with",
+    "array_has",
+    "array_has_all",
+    "array_has_any",
+    "regexp_like",
+    "isnan",
+    "hogql_json_has",
+    "hogql_bit_test",
+];
+
+/// Whether `expr` (already rewritten) is a condition: a Boolean in DataFusion, a UInt8 0/1 in
+/// ClickHouse.
+fn is_condition(expr: &Expr) -> bool {
+    match expr {
+        Expr::Nested(inner) => is_condition(inner),
+        Expr::BinaryOp { op, .. } => matches!(
+            op,
+            BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq
+                | BinaryOperator::And
+                | BinaryOperator::Or
+        ),
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            ..
+        }
+        | Expr::IsNull(_)
+        | Expr::IsNotNull(_)
+        | Expr::IsTrue(_)
+        | Expr::IsFalse(_)
+        | Expr::IsDistinctFrom(..)
+        | Expr::IsNotDistinctFrom(..)
+        | Expr::InList { .. }
+        | Expr::InSubquery { .. }
+        | Expr::Between { .. }
+        | Expr::Like { .. }
+        | Expr::ILike { .. } => true,
+        Expr::Function(function) => matches!(
+            function.name.0.as_slice(),
+            [ObjectNamePart::Identifier(name)] if BOOLEAN_FUNCTIONS.contains(&name.value.as_str())
+        ),
+        _ => false,
+    }
+}
+
+fn as_number(expr: &mut Expr) {
+    let condition = std::mem::replace(expr, Expr::Value(Value::Null.into()));
+    *expr = Expr::Cast {
+        kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+        expr: Box::new(Expr::Nested(Box::new(condition))),
+        data_type: datafusion::sql::sqlparser::ast::DataType::BigInt(None),
+        array: false,
+        format: None,
+    };
+}
+
+/// A condition beside a number (`isNull(x) = 0`, `(a > 1) + (b > 1)`) or summed (`sum(x > 0)`)
+/// is the number ClickHouse makes of it, 0 or 1.
+fn booleans_as_numbers(expr: &mut Expr) {
+    match expr {
+        Expr::BinaryOp { left, op, right } => {
+            let arithmetic = matches!(
+                op,
+                BinaryOperator::Plus
+                    | BinaryOperator::Minus
+                    | BinaryOperator::Multiply
+                    | BinaryOperator::Divide
+                    | BinaryOperator::Modulo
+            );
+            let comparison = matches!(
+                op,
+                BinaryOperator::Eq
+                    | BinaryOperator::NotEq
+                    | BinaryOperator::Lt
+                    | BinaryOperator::LtEq
+                    | BinaryOperator::Gt
+                    | BinaryOperator::GtEq
+            );
+            let (left_condition, right_condition) = (is_condition(left), is_condition(right));
+            if arithmetic || (comparison && left_condition != right_condition) {
+                if left_condition {
+                    as_number(left);
+                }
+                if right_condition {
+                    as_number(right);
+                }
+            }
+        }
+        Expr::Function(function)
+            if matches!(
+                function.name.0.as_slice(),
+                [ObjectNamePart::Identifier(name)]
+                    if ["sum", "avg", "sumIf", "avgIf"].contains(&name.value.as_str())
+            ) =>
+        {
+            if let FunctionArguments::List(list) = &mut function.args
+                && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(first))) =
+                    list.args.first_mut()
+                && is_condition(first)
+            {
+                as_number(first);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn is_null_literal(expr: &Expr) -> bool {
     match expr {
         Expr::Nested(inner) => is_null_literal(inner),
@@ -835,6 +952,7 @@ impl VisitorMut for Rewriter {
                 Err(error) => ControlFlow::Break(error),
             };
         }
+        booleans_as_numbers(expr);
         if let Expr::Function(function) = expr
             && let Some(replacement) = super::in_frame::rewrite(function)
         {
@@ -1265,6 +1383,65 @@ impl VisitorMut for NumbersTables {
             sample: None,
         };
         ControlFlow::Continue(())
+    }
+}
+
+/// `arrayJoin` (DataFusion's `unnest`) makes rows: only a SELECT list can hold it.
+struct ArrayJoinPlaces;
+
+impl Visitor for ArrayJoinPlaces {
+    type Break = QueryError;
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<QueryError> {
+        let SetExpr::Select(select) = query.body.as_ref() else {
+            return ControlFlow::Continue(());
+        };
+        let mut places: Vec<&Expr> = Vec::new();
+        places.extend(select.selection.iter());
+        places.extend(select.having.iter());
+        if let GroupByExpr::Expressions(keys, _) = &select.group_by {
+            places.extend(keys.iter());
+        }
+        for place in places {
+            let mut found = UnnestOutsideSubqueries::default();
+            if let ControlFlow::Break(()) = Visit::visit(place, &mut found) {
+                return refuse(
+                    "arrayJoin is supported in the SELECT list only: filter or group its rows in an outer query",
+                );
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Breaks on an `unnest` call that is not inside a subquery.
+#[derive(Default)]
+struct UnnestOutsideSubqueries {
+    depth: usize,
+}
+
+impl Visitor for UnnestOutsideSubqueries {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Function(function)
+                if self.depth == 0 && function.name.to_string().eq_ignore_ascii_case("unnest") =>
+            {
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        }
     }
 }
 
