@@ -312,7 +312,8 @@ impl Jobs {
         };
         // Earlier runs of this job whose process is gone end now, not never.
         if let Err(error) = self.end_abandoned(state, &envelope.job).await {
-            tracing::warn!(job = %envelope.job, %error, "could not look for abandoned runs");
+            tracing::warn!(job = %envelope.job, error = %error.chain(),
+                "could not look for abandoned runs");
         }
         let context = JobContext {
             run_id: envelope.run_id,
@@ -377,7 +378,8 @@ impl Jobs {
             let due = run.next_attempt_at.unwrap_or(run.created_at) - state.clock.now();
             let delay = due.to_std().unwrap_or(Duration::ZERO);
             deliver(state, run.envelope(), delay).await?;
-            tracing::info!(job = %run.job, run = %run.id, ?delay, "a run another process held is queued here");
+            tracing::info!(job = %run.job, run = %run.id, ?delay,
+                "a run another process held is queued here");
             recovered.requeued += 1;
         }
         Ok(recovered)
