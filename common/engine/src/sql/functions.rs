@@ -625,38 +625,22 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("replaceAll", meta(3, 3, Rename("replace"))),
         (
             "replaceRegexpAll",
-            meta(3, 3, Template(&[(3, "regexp_replace($0, $1, $2, 'g')")])),
+            meta(3, 3, Rename("hogql_replace_regexp_all")),
         ),
         (
             "replaceRegexpOne",
-            meta(3, 3, Template(&[(3, "regexp_replace($0, $1, $2)")])),
+            meta(3, 3, Rename("hogql_replace_regexp_one")),
         ),
         ("reverse", meta(1, 1, Rename("hogql_reverse"))),
         ("repeat", meta(2, 2, Rename("repeat"))),
-        (
-            "like",
-            meta(2, 2, Template(&[(2, "coalesce($0 LIKE $1, false)")])),
-        ),
-        (
-            "ilike",
-            meta(2, 2, Template(&[(2, "coalesce($0 ILIKE $1, false)")])),
-        ),
-        (
-            "notLike",
-            meta(2, 2, Template(&[(2, "coalesce($0 NOT LIKE $1, true)")])),
-        ),
+        ("like", meta(2, 2, Template(&[(2, "($0 LIKE $1)")]))),
+        ("ilike", meta(2, 2, Template(&[(2, "($0 ILIKE $1)")]))),
+        ("notLike", meta(2, 2, Template(&[(2, "($0 NOT LIKE $1)")]))),
         (
             "notILike",
-            meta(2, 2, Template(&[(2, "coalesce($0 NOT ILIKE $1, true)")])),
+            meta(2, 2, Template(&[(2, "($0 NOT ILIKE $1)")])),
         ),
-        (
-            "match",
-            meta(
-                2,
-                2,
-                Template(&[(2, "coalesce(regexp_like($0, $1), false)")]),
-            ),
-        ),
+        ("match", meta(2, 2, Template(&[(2, "regexp_like($0, $1)")]))),
         (
             "extract",
             meta(
@@ -1264,7 +1248,7 @@ fn array_map(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
 fn filtered(function: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
     let several = args.len() > 2;
     let (lambda, array) = lambda_over(function, args)?;
-    let kept = with_lambda("array_filter", array, condition(lambda))?;
+    let kept = with_lambda("array_filter", array, condition(lambda)?)?;
     if !several {
         return Ok(kept);
     }
@@ -1285,7 +1269,7 @@ fn array_filter(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
 
 fn array_exists(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     let (lambda, array) = lambda_over("arrayExists", args)?;
-    with_lambda("array_any_match", array, condition(lambda))
+    with_lambda("array_any_match", array, condition(lambda)?)
 }
 
 fn array_first(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
@@ -1310,7 +1294,7 @@ fn array_count(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
                 body: Box::new(Expr::Identifier(Ident::new("__element"))),
                 syntax: LambdaSyntax::Arrow,
             };
-            with_lambda("array_filter", array.clone(), condition(itself))?
+            with_lambda("array_filter", array.clone(), condition(itself)?)?
         }
         _ => filtered("arrayCount", args)?,
     };
@@ -1387,17 +1371,22 @@ impl VisitorMut for ZippedFields {
     }
 }
 
-/// A lambda whose body is a condition: ClickHouse takes any number (non-zero is true).
-fn condition(mut lambda: LambdaFunction) -> LambdaFunction {
+/// A lambda whose body is a condition: ClickHouse takes any number (non-zero is true), and
+/// NULL as false.
+fn condition(mut lambda: LambdaFunction) -> Result<LambdaFunction, QueryError> {
     let body = std::mem::replace(lambda.body.as_mut(), Expr::Value(Value::Null.into()));
-    *lambda.body = Expr::Cast {
+    let truth = Expr::Cast {
         kind: CastKind::Cast,
         expr: Box::new(Expr::Nested(Box::new(body))),
         data_type: DataType::Boolean,
         array: false,
         format: None,
     };
-    lambda
+    *lambda.body = template::call(
+        "coalesce",
+        &[truth, Expr::Value(Value::Boolean(false).into())],
+    )?;
+    Ok(lambda)
 }
 
 }
@@ -1405,7 +1394,7 @@ fn condition(mut lambda: LambdaFunction) -> LambdaFunction {
 /// `arrayAll(f, a)`: no element fails `f`.
 fn array_all(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     let (lambda, array) = lambda_over("arrayAll", args)?;
-    let mut lambda = condition(lambda);
+    let mut lambda = condition(lambda)?;
     let body = std::mem::replace(lambda.body.as_mut(), Expr::Value(Value::Null.into()));
     *lambda.body = Expr::UnaryOp {
         op: UnaryOperator::Not,

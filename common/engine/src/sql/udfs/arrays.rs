@@ -207,14 +207,19 @@ fn slice(
     let mut nulls = Vec::with_capacity(list.len());
     let mut total = 0i32;
     for row in 0..list.len() {
-        let length = lengths.map(|l| (!l.is_null(row)).then(|| l.value(row)));
-        if list.is_null(row) || offsets_asked.is_null(row) || length == Some(None) {
+        if list.is_null(row) {
             nulls.push(false);
             new_offsets.push(total);
             continue;
         }
+        // A NULL length runs to the end, a NULL offset keeps the whole array (ClickHouse's).
+        let length = lengths.and_then(|l| (!l.is_null(row)).then(|| l.value(row)));
         let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-        let (from, to) = window(end - start, offsets_asked.value(row), length.flatten());
+        let (from, to) = if offsets_asked.is_null(row) {
+            (0, end - start)
+        } else {
+            window(end - start, offsets_asked.value(row), length)
+        };
         out.try_extend(0, start + from, start + to)?;
         total += (to - from) as i32;
         new_offsets.push(total);

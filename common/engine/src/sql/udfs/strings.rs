@@ -43,8 +43,10 @@ enum Op {
     Concat,
     /// `concatWithSeparator(sep, ...)`.
     ConcatWithSeparator,
-    /// `toString`: ClickHouse's text of a value.
-    ToString,
+    /// `replaceRegexpAll(s, pattern, replacement)`: `\N` is group N, `\\` a backslash.
+    ReplaceRegexpAll,
+    /// `replaceRegexpOne`: the first match only.
+    ReplaceRegexpOne,
 }
 
 const FUNCTIONS: &[(&str, Op)] = &[
@@ -61,7 +63,8 @@ const FUNCTIONS: &[(&str, Op)] = &[
     ("hogql_split_by_string", Op::SplitByString),
     ("hogql_concat", Op::Concat),
     ("hogql_concat_ws", Op::ConcatWithSeparator),
-    ("hogql_to_string", Op::ToString),
+    ("hogql_replace_regexp_all", Op::ReplaceRegexpAll),
+    ("hogql_replace_regexp_one", Op::ReplaceRegexpOne),
 ];
 
 /// This file's UDFs.
@@ -444,7 +447,49 @@ impl TextFunction {
                 }
                 Ok(Arc::new(out.finish()))
             }
-            Op::Concat | Op::ConcatWithSeparator | Op::ToString => {
+            Op::ReplaceRegexpAll | Op::ReplaceRegexpOne => {
+                let input = text(get(arrays, 0, name)?)?;
+                let input = input.as_string::<i32>();
+                let patterns = text(get(arrays, 1, name)?)?;
+                let patterns = patterns.as_string::<i32>();
+                let replacements = text(get(arrays, 2, name)?)?;
+                let replacements = replacements.as_string::<i32>();
+                let mut compiled: Option<(String, regex::Regex)> = None;
+                let mut out = StringBuilder::with_capacity(rows, 0);
+                for row in 0..input.len() {
+                    if input.is_null(row) || patterns.is_null(row) || replacements.is_null(row) {
+                        out.append_null();
+                        continue;
+                    }
+                    let (value, pattern) = (input.value(row), patterns.value(row));
+                    if pattern.is_empty() {
+                        out.append_value(value);
+                        continue;
+                    }
+                    if compiled.as_ref().is_none_or(|(text, _)| text != pattern) {
+                        let regex = match regex::Regex::new(pattern) {
+                            Ok(regex) => regex,
+                            Err(error) => {
+                                return exec_err!(
+                                    "Invalid regular expression '{pattern}': {error}"
+                                );
+                            }
+                        };
+                        compiled = Some((pattern.to_owned(), regex));
+                    }
+                    let Some((_, regex)) = compiled.as_ref() else {
+                        return exec_err!("{name}: no regular expression");
+                    };
+                    out.append_value(replace_regexp(
+                        regex,
+                        value,
+                        replacements.value(row),
+                        self.op == Op::ReplaceRegexpAll,
+                    ));
+                }
+                Ok(Arc::new(out.finish()))
+            }
+            Op::Concat | Op::ConcatWithSeparator => {
                 let columns = arrays.iter().map(value_texts).collect::<Result<Vec<_>>>()?;
                 let (separator, parts) = match self.op {
                     Op::ConcatWithSeparator => match columns.split_first() {
@@ -520,6 +565,42 @@ fn position(haystack: &str, needle: &str, start: i64, utf8: bool) -> u64 {
             .map_or(0, |before| before.chars().count() as u64 + 1),
         Some(at) => at as u64 + 1,
     }
+}
+
+/// `value` with the first (or every) match of `regex` replaced as ClickHouse does: `\0`..`\9`
+/// are the match and its groups (empty when a group did not take part), `\\` a backslash.
+fn replace_regexp(regex: &regex::Regex, value: &str, replacement: &str, all: bool) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut last = 0;
+    for captures in regex.captures_iter(value) {
+        let Some(whole) = captures.get(0) else {
+            continue;
+        };
+        out.push_str(&value[last..whole.start()]);
+        let mut chars = replacement.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, chars.peek().copied()) {
+                ('\\', Some(digit)) if digit.is_ascii_digit() => {
+                    chars.next();
+                    let group = digit as usize - '0' as usize;
+                    if let Some(found) = captures.get(group) {
+                        out.push_str(found.as_str());
+                    }
+                }
+                ('\\', Some('\\')) => {
+                    chars.next();
+                    out.push('\\');
+                }
+                (c, _) => out.push(c),
+            }
+        }
+        last = whole.end();
+        if !all {
+            break;
+        }
+    }
+    out.push_str(&value[last..]);
+    out
 }
 
 /// `leftPad`/`rightPad` over bytes: cut to `length` when longer, else padded with `pad`
