@@ -88,7 +88,8 @@ FIXTURE = [
      "properties": {"amount": 12.5, "price": 0, "plan": "pro", "ok": True}},
     {"uuid": "018f0a4e-0000-7000-8000-000000000006", "event": "$pageleave", "distinct_id": "dave",
      "timestamp": "2024-12-31T23:00:00Z",
-     "properties": {"$browser": "Chrome", "$current_url": "https://example.com/docs/start", "amount": None}},
+     "properties": {"$browser": "Chrome", "$current_url": "https://example.com/docs/start", "amount": None,
+                    "quote": 'say "hi"', "nested": {"a": 1, "b": [1, 2]}}},
 ]
 
 CASE_HEAD = re.compile(r"^query(?: (refused|differs|posthog): (.+))?$")

@@ -274,12 +274,18 @@ async fn cohort_filters_and_calculation() {
             )
         };
         for (text, expected) in [
-            (pageviews(format!("person_id in cohort {}", fixed.id)), vec!["alice", "carol"]),
+            (
+                pageviews(format!("person_id in cohort {}", fixed.id)),
+                vec!["alice", "carol"],
+            ),
             (
                 pageviews(format!("person_id not in cohort {}", fixed.id)),
                 vec!["bob", "dave"],
             ),
-            (pageviews("person_id IN COHORT 'example.com'".into()), vec!["alice", "bob"]),
+            (
+                pageviews("person_id IN COHORT 'example.com'".into()),
+                vec!["alice", "bob"],
+            ),
             (
                 pageviews(format!("person_id in cohort {}", nested.id)),
                 vec!["bob"],

@@ -374,11 +374,21 @@ fn bindings(
     cohorts: Arc<insights::cohorts::Cohorts>,
 ) -> Result<sql::Bindings, QueryError> {
     let mut bindings = node.bindings.clone();
+    let mut ctx = plain_context(project);
+    ctx.cohorts = cohorts;
     if let Some(filters) = &node.filters {
-        let mut ctx = plain_context(project);
-        ctx.cohorts = cohorts;
         bindings.filters =
             Some(insights::hogql_filters::expression(filters, &ctx).map_err(invalid)?);
+    }
+    // `IN COHORT` in the text: each cohort's membership, over the engine's subject column. One
+    // that is not found is left out, for the engine's 400 naming it.
+    for reference in sql::cohort_references(&node.text) {
+        let Some(id) = cohorts::resolve(&ctx.cohorts, &reference) else {
+            continue;
+        };
+        let condition = insights::cohorts::membership(id, sql::COHORT_SUBJECT, &ctx, "query")
+            .map_err(invalid)?;
+        bindings.cohorts.insert(reference.key(), condition);
     }
     Ok(bindings)
 }
@@ -403,7 +413,9 @@ fn compile_with(
     let prepared = compiled
         .queries
         .iter()
-        .map(|text| sql::prepare(text, &sql::Bindings::default()))
+        .map(|text| {
+            sql::prepare(text, &sql::Bindings::default()).map(sql::Prepared::with_sql_nulls)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((compiled, prepared))
 }

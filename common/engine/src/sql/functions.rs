@@ -130,6 +130,14 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             ),
         ),
         (
+            "anyIf",
+            agg(
+                2,
+                2,
+                Template(&[(2, "first_value($0) FILTER (WHERE $0 IS NOT NULL AND $1)")]),
+            ),
+        ),
+        (
             "anyLast",
             agg(
                 1,
@@ -310,10 +318,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("toDateTime", meta(1, 2, Special(to_datetime))),
         ("parseDateTimeBestEffort", meta(1, 2, Special(to_datetime))),
         ("toDateTime64", meta(1, 3, Special(to_datetime64))),
-        (
-            "parseDateTime",
-            meta(2, 3, Special(parse_datetime)),
-        ),
+        ("parseDateTime", meta(2, 3, Special(parse_datetime))),
         // Dates.
         ("now", meta(0, 0, Template(&[(0, "now()")]))),
         ("today", meta(0, 0, Template(&[(0, "current_date()")]))),
@@ -502,7 +507,10 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "formatDateTime",
             meta(2, 2, Template(&[(2, "hogql_format_datetime($0, $1)")])),
         ),
-        ("toISOWeek", meta(1, 1, Template(&[(1, "hogql_week($0, 3)")]))),
+        (
+            "toISOWeek",
+            meta(1, 1, Template(&[(1, "hogql_week($0, 3)")])),
+        ),
         (
             "toWeek",
             meta(
@@ -511,7 +519,10 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 Template(&[(1, "hogql_week($0, 0)"), (2, "hogql_week($0, $1)")]),
             ),
         ),
-        ("toISOYear", meta(1, 1, Template(&[(1, "hogql_iso_year($0)")]))),
+        (
+            "toISOYear",
+            meta(1, 1, Template(&[(1, "hogql_iso_year($0)")])),
+        ),
         (
             "timeZoneOf",
             meta(1, 1, Template(&[(1, "hogql_time_zone_of($0)")])),
@@ -609,6 +620,9 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "concatWithSeparator",
             meta(2, ANY, Rename("hogql_concat_ws")),
         ),
+        // Bytes, as ClickHouse counts them; the UTF8 variants count code points.
+        ("substring", meta(2, 3, Rename("hogql_substring"))),
+        ("substringUTF8", meta(2, 3, Rename("hogql_substring_utf8"))),
         ("trim", meta(1, 1, Rename("btrim"))),
         ("trimLeft", meta(1, 1, Rename("ltrim"))),
         ("trimRight", meta(1, 1, Rename("rtrim"))),
@@ -618,9 +632,6 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("endsWith", meta(2, 2, Rename("ends_with"))),
         ("position", meta(2, 3, Rename("hogql_position"))),
         ("positionUTF8", meta(2, 3, Rename("hogql_position_utf8"))),
-        // Bytes, as ClickHouse counts them; the UTF8 variants count code points.
-        ("substring", meta(2, 3, Rename("hogql_substring"))),
-        ("substringUTF8", meta(2, 3, Rename("hogql_substring_utf8"))),
         ("replace", meta(3, 3, Rename("replace"))),
         ("replaceAll", meta(3, 3, Rename("replace"))),
         (
@@ -652,6 +663,8 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
                 )]),
             ),
         ),
+        ("splitByChar", meta(2, 2, Rename("hogql_split_by_char"))),
+        ("splitByString", meta(2, 2, Rename("hogql_split_by_string"))),
         (
             "base64Encode",
             meta(
@@ -667,8 +680,6 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             "base64Decode",
             meta(
                 1,
-        ("splitByChar", meta(2, 2, Rename("hogql_split_by_char"))),
-        ("splitByString", meta(2, 2, Rename("hogql_split_by_string"))),
                 1,
                 Template(&[(1, "CAST(decode($0, 'base64') AS VARCHAR)")]),
             ),
@@ -858,6 +869,13 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("JSONHas", meta(1, ANY, Rename("hogql_json_has"))),
         ("JSONLength", meta(1, ANY, Rename("hogql_json_length"))),
         ("JSONExtractKeys", meta(1, ANY, Rename("hogql_json_keys"))),
+        ("JSONExtract", meta(2, ANY, Rename("hogql_json_extract"))),
+        (
+            "JSONExtractArrayRaw",
+            meta(1, ANY, Rename("hogql_json_array_raw")),
+        ),
+        ("JSONType", meta(1, ANY, Rename("hogql_json_type"))),
+        ("isValidJSON", meta(1, 1, Rename("hogql_json_is_valid"))),
     ];
     let mut map = HashMap::new();
     for (name, meta) in entries {
@@ -866,13 +884,6 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
     map
 });
 
-        ("JSONExtract", meta(2, ANY, Rename("hogql_json_extract"))),
-        (
-            "JSONExtractArrayRaw",
-            meta(1, ANY, Rename("hogql_json_array_raw")),
-        ),
-        ("JSONType", meta(1, ANY, Rename("hogql_json_type"))),
-        ("isValidJSON", meta(1, 1, Rename("hogql_json_is_valid"))),
 /// Names matched whatever their case (as in ClickHouse/HogQL).
 const CASE_INSENSITIVE: &[&str] = &[
     "count",
@@ -917,6 +928,12 @@ fn lookup(name: &str) -> Option<(&'static str, &'static Meta)> {
         .find(|candidate| candidate.eq_ignore_ascii_case(name))
         .and_then(|key| FUNCTIONS.get_key_value(key))
         .map(|(key, meta)| (*key, meta))
+}
+
+/// Every name of the allow-list (the generated reference lists each once).
+#[cfg(test)]
+pub(super) fn names() -> impl Iterator<Item = &'static str> {
+    FUNCTIONS.keys().copied()
 }
 
 pub fn is_aggregate(name: &str) -> bool {
@@ -1239,66 +1256,6 @@ fn with_lambda(name: &str, array: Expr, lambda: LambdaFunction) -> Result<Expr, 
     Ok(call)
 }
 
-fn array_map(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    let (lambda, array) = lambda_over("arrayMap", args)?;
-    with_lambda("array_transform", array, lambda)
-}
-
-/// The elements of the first array whose lambda holds.
-fn filtered(function: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
-    let several = args.len() > 2;
-    let (lambda, array) = lambda_over(function, args)?;
-    let kept = with_lambda("array_filter", array, condition(lambda)?)?;
-    if !several {
-        return Ok(kept);
-    }
-    let first = LambdaFunction {
-        params: OneOrManyWithParens::One(LambdaFunctionParameter {
-            name: Ident::new(ZIPPED),
-            data_type: None,
-        }),
-        body: Box::new(zipped_field(1)?),
-        syntax: LambdaSyntax::Arrow,
-    };
-    with_lambda("array_transform", kept, first)
-}
-
-fn array_filter(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    filtered("arrayFilter", args)
-}
-
-fn array_exists(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    let (lambda, array) = lambda_over("arrayExists", args)?;
-    with_lambda("array_any_match", array, condition(lambda)?)
-}
-
-fn array_first(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    let witness = args
-        .get(1)
-        .cloned()
-        .ok_or_else(|| QueryError::Query("arrayFirst: expects a lambda and an array".into()))?;
-    let kept = filtered("arrayFirst", args)?;
-    template::call("hogql_array_element", &[kept, number(1.0), witness])
-}
-
-/// `arrayCount([lambda,] array...)`: how many elements the lambda (else the element itself)
-/// holds for.
-fn array_count(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    let kept = match args.as_slice() {
-        [array] => {
-            let itself = LambdaFunction {
-                params: OneOrManyWithParens::One(LambdaFunctionParameter {
-                    name: Ident::new("__element"),
-                    data_type: None,
-                }),
-                body: Box::new(Expr::Identifier(Ident::new("__element"))),
-                syntax: LambdaSyntax::Arrow,
-            };
-            with_lambda("array_filter", array.clone(), condition(itself)?)?
-        }
-        _ => filtered("arrayCount", args)?,
-    };
-    template::call("cardinality", &[kept])
 /// The parameter a lambda over zipped arrays takes.
 const ZIPPED: &str = "__zipped";
 
@@ -1389,6 +1346,68 @@ fn condition(mut lambda: LambdaFunction) -> Result<LambdaFunction, QueryError> {
     Ok(lambda)
 }
 
+fn array_map(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let (lambda, array) = lambda_over("arrayMap", args)?;
+    with_lambda("array_transform", array, lambda)
+}
+
+/// The elements of the first array whose lambda holds.
+fn filtered(function: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
+    let several = args.len() > 2;
+    let (lambda, array) = lambda_over(function, args)?;
+    let kept = with_lambda("array_filter", array, condition(lambda)?)?;
+    if !several {
+        return Ok(kept);
+    }
+    let first = LambdaFunction {
+        params: OneOrManyWithParens::One(LambdaFunctionParameter {
+            name: Ident::new(ZIPPED),
+            data_type: None,
+        }),
+        body: Box::new(zipped_field(1)?),
+        syntax: LambdaSyntax::Arrow,
+    };
+    with_lambda("array_transform", kept, first)
+}
+
+fn array_filter(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    filtered("arrayFilter", args)
+}
+
+fn array_exists(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let (lambda, array) = lambda_over("arrayExists", args)?;
+    with_lambda("array_any_match", array, condition(lambda)?)
+}
+
+/// `arrayFirst`: the first element whose lambda holds, else the element type's default (NULL
+/// when the first array holds NULLs, as ClickHouse's Nullable elements give).
+fn array_first(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let witness = args
+        .get(1)
+        .cloned()
+        .ok_or_else(|| QueryError::Query("arrayFirst: expects a lambda and an array".into()))?;
+    let kept = filtered("arrayFirst", args)?;
+    template::call("hogql_array_element", &[kept, number(1.0), witness])
+}
+
+/// `arrayCount([lambda,] array...)`: how many elements the lambda (else the element itself)
+/// holds for.
+fn array_count(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let kept = match args.as_slice() {
+        [array] => {
+            let itself = LambdaFunction {
+                params: OneOrManyWithParens::One(LambdaFunctionParameter {
+                    name: Ident::new("__element"),
+                    data_type: None,
+                }),
+                body: Box::new(Expr::Identifier(Ident::new("__element"))),
+                syntax: LambdaSyntax::Arrow,
+            };
+            with_lambda("array_filter", array.clone(), condition(itself)?)?
+        }
+        _ => filtered("arrayCount", args)?,
+    };
+    template::call("cardinality", &[kept])
 }
 
 /// `arrayAll(f, a)`: no element fails `f`.
@@ -1401,28 +1420,12 @@ fn array_all(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
         expr: Box::new(Expr::Nested(Box::new(body))),
     };
     let any_fails = with_lambda("array_any_match", array, lambda)?;
-/// `arrayFirst`: the first element whose lambda holds, else the element type's default (NULL
-/// when the first array holds NULLs, as ClickHouse's Nullable elements give).
     Ok(Expr::UnaryOp {
         op: UnaryOperator::Not,
         expr: Box::new(Expr::Nested(Box::new(any_fails))),
     })
 }
 
-/// `toTimeZone(t, 'Zone')`: the zone must be a constant IANA name.
-fn to_time_zone(mut args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    let zone = string_argument(&args[1], "toTimeZone")?;
-    if zone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(QueryError::Query(format!(
-            "Unknown time zone '{zone}' in toTimeZone"
-        )));
-    }
-    args.truncate(1);
-    let timestamp = args.remove(0);
-    Ok(Expr::Nested(Box::new(Expr::AtTimeZone {
-        timestamp: Box::new(timestamp),
-        time_zone: Box::new(string_literal(&zone)),
-    })))
 /// `tupleElement(t, n)`: the n-th (1-based, constant) element of a tuple.
 fn tuple_element(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     let index = number_argument(&args[1], "tupleElement")?;
@@ -1451,6 +1454,20 @@ pub fn tuple(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     template::call("named_struct", &named)
 }
 
+/// `toTimeZone(t, 'Zone')`: the zone must be a constant IANA name.
+fn to_time_zone(mut args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
+    let zone = string_argument(&args[1], "toTimeZone")?;
+    if zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(QueryError::Query(format!(
+            "Unknown time zone '{zone}' in toTimeZone"
+        )));
+    }
+    args.truncate(1);
+    let timestamp = args.remove(0);
+    Ok(Expr::Nested(Box::new(Expr::AtTimeZone {
+        timestamp: Box::new(timestamp),
+        time_zone: Box::new(string_literal(&zone)),
+    })))
 }
 
 /// `toStartOfDay(t[, 'Zone'])`: with a zone, the day of that zone's calendar.
@@ -1618,7 +1635,14 @@ fn date_shift(args: Vec<Expr>, function: &str, plus: bool) -> Result<Expr, Query
 /// `addDays(t, n)` and the like: `dateAdd` with the unit in the name.
 fn shift_by(mut args: Vec<Expr>, unit: &str, plus: bool) -> Result<Expr, QueryError> {
     args.push(string_literal(unit));
-    template::call(if plus { "hogql_date_add" } else { "hogql_date_sub" }, &args)
+    template::call(
+        if plus {
+            "hogql_date_add"
+        } else {
+            "hogql_date_sub"
+        },
+        &args,
+    )
 }
 
 fn add_seconds(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {

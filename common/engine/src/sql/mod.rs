@@ -3,12 +3,18 @@
 
 mod aliases;
 mod cast_types;
+mod clickhouse_defaults;
+mod clickhouse_syntax;
+mod cohort_syntax;
 mod date_trunc;
 mod day_bounds;
+mod default_of;
 mod dense_groups;
 mod event_names;
+mod function_docs;
 mod functions;
 mod funnel;
+mod in_frame;
 pub mod materialize;
 mod parse;
 mod plain_scan;
@@ -40,9 +46,11 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{Expr, Statement, visit_expressions};
 
+pub use cohort_syntax::{CohortRef, SUBJECT as COHORT_SUBJECT, references as cohort_references};
 /// A materialization's result travels as Arrow from the engine to object storage.
 pub use datafusion::arrow::array::RecordBatch as ArrowBatch;
 pub use datafusion::arrow::datatypes::SchemaRef;
+pub use function_docs::reference as function_reference;
 pub use progress::{Progress, Scanned};
 pub use rewrite::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};
 pub use tables::ALL as TABLES;
@@ -176,6 +184,17 @@ pub struct Prepared {
     pub tables: Vec<String>,
     /// The page the result is (its extra row tells `hasMore`), when it is one.
     pub page: Option<Page>,
+    /// ClickHouse's defaults where SQL has NULLs (see `clickhouse_defaults`).
+    clickhouse_defaults: bool,
+}
+
+impl Prepared {
+    /// Keeps SQL's NULLs for aggregates over no rows and unmatched join columns: for the
+    /// queries we compile from nodes, which are written (and checked against DuckDB) that way.
+    pub fn with_sql_nulls(mut self) -> Self {
+        self.clickhouse_defaults = false;
+        self
+    }
 }
 
 pub fn prepare(text: &str, bindings: &Bindings) -> Result<Prepared, QueryError> {
@@ -211,6 +230,7 @@ fn prepare_parsed(
         statement: Statement::Query(Box::new(rewritten.query)),
         tables: rewritten.tables,
         page: rewritten.page,
+        clickhouse_defaults: true,
     })
 }
 
@@ -293,13 +313,16 @@ pub async fn open_session(
         )
         .build_arc()
         .map_err(QueryError::internal)?;
-    let session_state = SessionStateBuilder::new()
+    let mut builder = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(plain_scan::PlainDeltaScans))
-        .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups))
-        .build();
+        .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups));
+    if prepared.clickhouse_defaults {
+        builder = builder.with_analyzer_rule(Arc::new(clickhouse_defaults::ClickHouseDefaults));
+    }
+    let session_state = builder.build();
     let mut ctx = SessionContext::new_with_state(session_state);
     // Our UDFs read naive date-time text in the project's time zone.
     for udf in udfs::all(zone) {
@@ -312,6 +335,7 @@ pub async fn open_session(
     )
     .map_err(QueryError::internal)?;
     ctx.register_udf(date_trunc::date_trunc());
+    ctx.register_udf(default_of::default_of());
     ctx.register_udaf(funnel::aggregate_funnel());
     ctx.register_udaf(uniq::aggregate_uniq());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
@@ -572,6 +596,14 @@ fn classify(error: DataFusionError) -> QueryError {
             Some(QueryError::Query(clean(&root.to_string())))
         }
         DataFusionError::SQL(e, _) => Some(QueryError::Query(clean(&e.to_string()))),
+        DataFusionError::NotImplemented(message)
+            if message.contains("does not support logical expression") =>
+        {
+            // The planner's debug print of the expression means nothing to the user.
+            Some(QueryError::Query(
+                "Not supported: a subquery (IN, EXISTS) in this position; use it in the select list, WHERE or HAVING".into(),
+            ))
+        }
         DataFusionError::NotImplemented(message) => {
             Some(QueryError::Query(format!("Not supported: {message}")))
         }
@@ -617,7 +649,8 @@ fn regex_message(text: &str) -> Option<String> {
     Some(format!("Invalid regular expression `{pattern}`: {reason}"))
 }
 
-/// Drops DataFusion's own prefixes and hides our internal names.
+/// Drops DataFusion's own prefixes, its advice to its developers and its lists of signatures,
+/// and hides our internal names.
 fn clean(message: &str) -> String {
     let mut text = message.to_owned();
     for prefix in [
@@ -625,10 +658,21 @@ fn clean(message: &str) -> String {
         "Schema error: ",
         "Execution error: ",
         "Arrow error: ",
+        "Internal error: ",
     ] {
         text = text.replace(prefix, "");
     }
-    text.replace("__events_raw", "events")
+    for tail in [
+        "\nThis issue was likely caused by a bug in DataFusion's code",
+        "This issue was likely caused by a bug in DataFusion's code",
+        " You might need to add explicit type casts",
+        "\n\tCandidate functions:",
+    ] {
+        if let Some(at) = text.find(tail) {
+            text.truncate(at);
+        }
+    }
+    text.trim_end().replace("__events_raw", "events")
 }
 
 /// The runtime queries execute on: as many threads as cores, apart from the one serving HTTP.
@@ -706,6 +750,15 @@ mod tests {
             None,
         ));
         assert!(matches!(error, QueryError::Query(_)), "{error:?}");
+    }
+
+    #[test]
+    fn messages_lose_datafusions_advice_and_signature_lists() {
+        let raw = "Internal error: Function 'sum' failed to match any signature.\nThis issue was likely caused by a bug in DataFusion's code. Please help us. No function matches 'sum(Boolean)'. You might need to add explicit type casts.\n\tCandidate functions:\n\tsum(Int64)";
+        assert_eq!(
+            super::clean(raw),
+            "Function 'sum' failed to match any signature."
+        );
     }
 
     #[test]

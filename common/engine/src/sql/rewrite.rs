@@ -1196,8 +1196,8 @@ fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
         Ok(Expr::Identifier(Ident::new(inner)))
     };
     let mut order: Vec<(Expr, String)> = Vec::new();
-    match &query.order_by {
-        Some(order_by) => match &order_by.kind {
+    if let Some(order_by) = &query.order_by {
+        match &order_by.kind {
             OrderByKind::Expressions(items) => {
                 for item in items {
                     let mut options = String::new();
@@ -1216,8 +1216,7 @@ fn limit_by(query: &mut Query) -> ControlFlow<QueryError> {
                 }
             }
             OrderByKind::All(_) => return refuse("ORDER BY ALL cannot be combined with LIMIT BY"),
-        },
-        None => {}
+        }
     }
     let mut args = Vec::with_capacity(keys.len() + order.len());
     for key in &keys {

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use common::AppState;
 use common::models::Project;
 use common::store::StoreError;
-use engine::sql::{self, Bindings, QueryError};
+use engine::sql::{self, Bindings, CohortRef, QueryError};
 use insights::cohorts::{CohortSpec, Cohorts, MAX_INLINE_MEMBERS};
 use serde_json::Value;
 use uuid::Uuid;
@@ -46,6 +46,9 @@ pub async fn for_node(
     {
         ids.extend(insights::cohorts::referenced(part));
     }
+    if node.structured.is_none() {
+        ids.extend(named_in_text(state, project.id, &node.text).await?);
+    }
     if ids.is_empty() {
         return Ok(Arc::default());
     }
@@ -74,6 +77,48 @@ pub async fn for_node(
     Ok(Arc::new(cohorts))
 }
 
+/// The ids of the cohorts a SQL text tests with `IN COHORT <id>` or `IN COHORT 'name'` (a name
+/// is the live cohort of that name, the newest when several share it).
+async fn named_in_text(
+    state: &AppState,
+    team_id: i64,
+    text: &str,
+) -> Result<BTreeSet<i64>, QueryError> {
+    let references = sql::cohort_references(text);
+    let mut ids: BTreeSet<i64> = references
+        .iter()
+        .filter_map(|reference| match reference {
+            CohortRef::Id(id) => Some(*id),
+            CohortRef::Name(_) => None,
+        })
+        .collect();
+    if references.iter().any(|r| matches!(r, CohortRef::Name(_))) {
+        let live = cohort_core::repository::list_live(state.store.as_ref(), team_id)
+            .await
+            .map_err(QueryError::internal)?;
+        for reference in &references {
+            if let CohortRef::Name(name) = reference
+                && let Some(cohort) = live.iter().filter(|c| c.name == *name).max_by_key(|c| c.id)
+            {
+                ids.insert(cohort.id);
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// The id a text's cohort reference names among the loaded `cohorts`.
+pub fn resolve(cohorts: &Cohorts, reference: &CohortRef) -> Option<i64> {
+    match reference {
+        CohortRef::Id(id) => cohorts.contains_key(id).then_some(*id),
+        CohortRef::Name(name) => cohorts
+            .values()
+            .filter(|spec| spec.cohort.name == *name && !spec.cohort.deleted)
+            .map(|spec| spec.cohort.id)
+            .max(),
+    }
+}
+
 /// Who is in cohort `id` as of `now`: `SELECT id FROM persons WHERE <membership>`, compiled with
 /// `cohorts` (the cohort and those it names). With `cap`, one query and `None` when there are
 /// more than `cap`; without, every member, page by page (the calculation).
@@ -100,7 +145,7 @@ pub async fn members_of(
         let text = format!(
             "SELECT id FROM persons WHERE {condition} ORDER BY id LIMIT {page} OFFSET {offset}"
         );
-        sql::prepare(&text, &Bindings::default())
+        sql::prepare(&text, &Bindings::default()).map(sql::Prepared::with_sql_nulls)
     };
     // Straight to the engine (the service's own read: no cache, no log, no slot), one session
     // for every page, so the pages read one snapshot and the tables are registered once.

@@ -174,8 +174,8 @@ fn start_of_interval(args: &[ColumnarValue], rows: usize, project: Tz) -> Result
                     hour_interval(seconds, wall.date(), count, zone).ok_or_else(out_of_range)?
                 } else {
                     let days = i64::from(days_of(wall.date()));
-                    let days = i32::try_from(days - days.rem_euclid(count))
-                        .map_err(|_| out_of_range())?;
+                    let days =
+                        i32::try_from(days - days.rem_euclid(count)).map_err(|_| out_of_range())?;
                     let start = date_of(days).and_time(NaiveTime::MIN);
                     wall_time(start, zone).ok_or_else(out_of_range)?.timestamp()
                 }
