@@ -6,6 +6,7 @@
 //! makes (literals, `splitByChar`, `groupArray`, `JSONExtract`) means the array holds a NULL:
 //! Arrow's element fields are always nullable, so a row's own elements decide.
 
+use super::{all_constant, answer, to_arrays};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -103,15 +104,8 @@ impl ScalarUDFImpl for ArrayFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        let arrays = args
-            .args
-            .iter()
-            .map(|arg| arg.to_array(rows))
-            .collect::<Result<Vec<_>>>()?;
+        let all_scalar = all_constant(&args.args);
+        let arrays = to_arrays(&args.args, rows)?;
         let Some(first) = arrays.first() else {
             return exec_err!("{}: missing the array", self.name);
         };
@@ -141,13 +135,7 @@ impl ScalarUDFImpl for ArrayFunction {
             }
             Op::Slice => slice(list, &indices, integers(2)?.as_ref())?,
         };
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, all_scalar)
     }
 }
 

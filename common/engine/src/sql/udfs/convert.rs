@@ -8,6 +8,7 @@
 //! width's smallest value); decimals truncate extra digits; NULL stays NULL. Dates count days,
 //! date-times seconds.
 
+use super::answer;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -587,13 +588,7 @@ impl ScalarUDFImpl for Convert {
             .map(|value| value.map(|value| convert(value, target)).transpose())
             .collect::<Result<Vec<_>>>()?;
         let result = build(converted, target)?;
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, scalar)
     }
 }
 

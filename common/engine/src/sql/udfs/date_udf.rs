@@ -3,6 +3,7 @@
 //! for a session in the project's time zone. The functions themselves live beside it
 //! (`best_effort`, `format_datetime`, `start_of_interval`, `weeks`, `datetime_minus`).
 
+use super::{all_constant, answer};
 use std::sync::Arc;
 
 use chrono_tz::Tz;
@@ -78,18 +79,9 @@ impl ScalarUDFImpl for DateUdf {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let all_scalar = all_constant(&args.args);
         let result = (self.runner)(&args.args, args.number_rows, self.zone)?;
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, all_scalar)
     }
 }
 

@@ -7,14 +7,15 @@
 //! ClickHouse's two-byte day count). Several arguments combine as ClickHouse combines them.
 //! NULL in, NULL out.
 
+use super::{all_constant, answer, to_arrays};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder, UInt64Array};
+use datafusion::arrow::array::{Array, AsArray, StringBuilder, UInt64Array};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
     UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -279,15 +280,8 @@ impl ScalarUDFImpl for HashFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        let arrays = args
-            .args
-            .iter()
-            .map(|arg| arg.to_array(rows))
-            .collect::<Result<Vec<_>>>()?;
+        let scalar = all_constant(&args.args);
+        let arrays = to_arrays(&args.args, rows)?;
         let columns = arrays
             .iter()
             .map(|array| items(array.as_ref(), self.hash.name()))
@@ -308,7 +302,7 @@ impl ScalarUDFImpl for HashFunction {
                 result
             })
             .collect();
-        finish(Arc::new(hashes), scalar)
+        answer(Arc::new(hashes), scalar)
     }
 }
 
@@ -353,17 +347,7 @@ impl ScalarUDFImpl for Hex {
                 Some(Item::Number(number, float)) => out.append_value(number.hex(float)),
             }
         }
-        finish(Arc::new(out.finish()), scalar)
-    }
-}
-
-fn finish(result: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
-    if scalar {
-        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-            &result, 0,
-        )?))
-    } else {
-        Ok(ColumnarValue::Array(result))
+        answer(Arc::new(out.finish()), scalar)
     }
 }
 

@@ -6,6 +6,7 @@
 //! `Bool`, and `Nullable(T)`, `Array(T)`, `LowCardinality(T)` of those. A value that is missing
 //! or cannot be read as the type is the type's default (0, '', false, []), NULL for `Nullable`.
 
+use super::{all_constant, answer};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -277,10 +278,7 @@ impl ScalarUDFImpl for JsonFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let all_scalar = all_constant(&args.args);
         let Some(document) = args.args.first() else {
             return exec_err!("{}: missing the JSON text", self.name);
         };
@@ -363,13 +361,7 @@ impl ScalarUDFImpl for JsonFunction {
                 Arc::new(builder.finish())
             }
         };
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, all_scalar)
     }
 }
 

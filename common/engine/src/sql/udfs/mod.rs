@@ -153,6 +153,34 @@ pub fn reads_json(name: &str) -> bool {
 }
 
 /// Every UDF the rewriter may emit, for a session in the project time zone `zone`.
+/// Whether every argument is a constant (the answer is then one too).
+pub(super) fn all_constant(args: &[ColumnarValue]) -> bool {
+    args.iter()
+        .all(|arg| matches!(arg, ColumnarValue::Scalar(_)))
+}
+
+/// Every argument as an array of `rows` values.
+pub(super) fn to_arrays(
+    args: &[ColumnarValue],
+    rows: usize,
+) -> Result<Vec<datafusion::arrow::array::ArrayRef>> {
+    args.iter().map(|arg| arg.to_array(rows)).collect()
+}
+
+/// A function's answer: one value when every argument was a constant.
+pub(super) fn answer(
+    result: datafusion::arrow::array::ArrayRef,
+    constant: bool,
+) -> Result<ColumnarValue> {
+    if constant {
+        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &result, 0,
+        )?))
+    } else {
+        Ok(ColumnarValue::Array(result))
+    }
+}
+
 pub fn all(zone: chrono_tz::Tz) -> Vec<ScalarUDF> {
     let mut all: Vec<ScalarUDF> = FUNCTIONS
         .into_iter()
@@ -300,10 +328,7 @@ impl ScalarUDFImpl for HogqlFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let all_scalar = all_constant(&args.args);
         let zone = self.tz();
         let result = match self.kind {
             Kind::Property
@@ -341,13 +366,7 @@ impl ScalarUDFImpl for HogqlFunction {
             Kind::Integer => return Ok(argument(&args.args, 0, self.name)?.clone()),
             Kind::Bits(operation) => bits(operation, &args.args, rows, self.name)?,
         };
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, all_scalar)
     }
 }
 

@@ -2,6 +2,7 @@
 //! (`round(2.5)` is 2, `round(0.125, 2)` is 0.12); an integer with n < 0 rounds half away from
 //! zero (`round(1250, -2)` is 1300); the value keeps its type. NULL in, NULL out.
 
+use super::{all_constant, answer};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
@@ -9,7 +10,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     ArrowPrimitiveType, DataType, Decimal128Type, Float32Type, Float64Type, Int64Type,
 };
-use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -94,10 +95,7 @@ impl ScalarUDFImpl for Round {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
+        let scalar = all_constant(&args.args);
         let Some(value) = args.args.first() else {
             return exec_err!("round expects 1 or 2 arguments");
         };
@@ -135,13 +133,7 @@ impl ScalarUDFImpl for Round {
             }
             other => return exec_err!("round does not take {other}"),
         };
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, scalar)
     }
 }
 

@@ -7,6 +7,7 @@
 //! which its JSON output writes with one U+FFFD per run of bad bytes: [`clickhouse_text`] does the
 //! same here, so the answer a user sees is ClickHouse's.
 
+use super::{all_constant, answer, to_arrays};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -15,7 +16,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
-use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -120,23 +121,10 @@ impl ScalarUDFImpl for TextFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|arg| matches!(arg, ColumnarValue::Scalar(_)));
-        let arrays = args
-            .args
-            .iter()
-            .map(|arg| arg.to_array(rows))
-            .collect::<Result<Vec<_>>>()?;
+        let all_scalar = all_constant(&args.args);
+        let arrays = to_arrays(&args.args, rows)?;
         let result = self.compute(&arrays, rows)?;
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, all_scalar)
     }
 }
 

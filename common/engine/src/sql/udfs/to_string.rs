@@ -2,13 +2,14 @@
 //! number, in plain notation from 1e-6 up to 1e21 and as `1e21`, `1.5e-10` beyond; `nan`,
 //! `inf`, `-0`); every other type as DataFusion's text cast writes it.
 
+use super::answer;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, AsArray, StringArray};
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
 use datafusion::arrow::util::display::{DurationFormat, FormatOptions};
-use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -121,13 +122,7 @@ impl ScalarUDFImpl for ToString {
                 },
             )?,
         };
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        answer(result, scalar)
     }
 }
 

@@ -3,6 +3,7 @@
 //! written with or without its hyphens, else NULL) and `UUIDv7ToDateTime` (the millisecond
 //! timestamp a version-7 UUID starts with; the epoch for other versions, as ClickHouse).
 
+use super::answer;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, AsArray, StringBuilder, TimestampMicrosecondArray};
@@ -48,16 +49,6 @@ fn texts(kind: &DataType, function: &str) -> Result<()> {
     }
 }
 
-fn finish(result: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
-    if scalar {
-        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-            &result, 0,
-        )?))
-    } else {
-        Ok(ColumnarValue::Array(result))
-    }
-}
-
 /// `toUUID(text)`: the UUID's canonical text, NULL when the text is not a UUID.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ToUuid {
@@ -93,7 +84,7 @@ impl ScalarUDFImpl for ToUuid {
                 None => out.append_null(),
             }
         }
-        finish(Arc::new(out.finish()), scalar)
+        answer(Arc::new(out.finish()), scalar)
     }
 }
 
@@ -172,7 +163,7 @@ impl ScalarUDFImpl for Uuid7ToDateTime {
             })
             .collect::<Result<TimestampMicrosecondArray>>()?
             .with_timezone(zone);
-        finish(Arc::new(micros) as ArrayRef, scalar)
+        answer(Arc::new(micros) as ArrayRef, scalar)
     }
 }
 
