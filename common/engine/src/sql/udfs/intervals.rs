@@ -28,7 +28,7 @@ pub(super) enum Unit {
 }
 
 impl Unit {
-    fn parse(text: &str) -> Option<Unit> {
+    pub(super) fn parse(text: &str) -> Option<Unit> {
         let text = text.trim().to_lowercase();
         Some(match text.trim_end_matches('s') {
             "second" => Unit::Second,

@@ -4,6 +4,7 @@
 //! months and years from January 1900. Weeks and longer give dates; shorter units date-times
 //! (DateTime, whole seconds) in the value's zone, or the zone given.
 
+use super::intervals::Unit;
 use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, Days, NaiveDate, NaiveTime, Offset, TimeZone, Utc};
@@ -27,33 +28,14 @@ pub(super) fn functions(zone: Tz) -> Vec<ScalarUDF> {
     )]
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Unit {
-    Second,
-    Minute,
-    Hour,
-    Day,
-    Week,
-    Month,
-    Quarter,
-    Year,
-}
-
 fn unit(text: Option<&str>) -> Result<Unit> {
     let Some(text) = text else {
         return plan_err!("toStartOfInterval: the interval must be a constant");
     };
-    Ok(match text.trim().to_lowercase().trim_end_matches('s') {
-        "second" => Unit::Second,
-        "minute" => Unit::Minute,
-        "hour" => Unit::Hour,
-        "day" => Unit::Day,
-        "week" => Unit::Week,
-        "month" => Unit::Month,
-        "quarter" => Unit::Quarter,
-        "year" => Unit::Year,
-        other => return plan_err!("toStartOfInterval: the unit '{other}' is not supported"),
-    })
+    match Unit::parse(text) {
+        Some(unit) => Ok(unit),
+        None => plan_err!("toStartOfInterval: the unit '{text}' is not supported"),
+    }
 }
 
 fn zone_argument(text: Option<&ScalarValue>, present: bool) -> Result<Option<Tz>> {
