@@ -594,7 +594,10 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
             meta(1, 1, Template(&[(1, "($0 IS NOT NULL)")])),
         ),
         ("assumeNotNull", meta(1, 1, Template(&[(1, "$0")]))),
-        ("toNullable", meta(1, 1, Template(&[(1, "$0")]))),
+        (
+            "toNullable",
+            meta(1, 1, Template(&[(1, "hogql_to_nullable($0)")])),
+        ),
         ("greatest", meta(2, ANY, Rename("greatest"))),
         ("least", meta(2, ANY, Rename("least"))),
         // Strings.

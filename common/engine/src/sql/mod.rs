@@ -29,6 +29,7 @@ mod row_generators;
 pub(crate) mod shredded;
 pub(crate) mod tables;
 mod template;
+mod to_nullable;
 pub(crate) mod udfs;
 mod uniq;
 
@@ -340,6 +341,7 @@ pub async fn open_session(
     .map_err(QueryError::internal)?;
     ctx.register_udf(date_trunc::date_trunc());
     ctx.register_udf(default_of::default_of());
+    ctx.register_udf(to_nullable::to_nullable());
     ctx.register_udaf(funnel::aggregate_funnel());
     ctx.register_udaf(uniq::aggregate_uniq());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;

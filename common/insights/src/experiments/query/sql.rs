@@ -374,13 +374,16 @@ pub fn metric_query(plan: &Plan, ctx: &Context) -> Result<String, Invalid> {
     let exposures = exposures_cte(plan, window);
     // Metric events: one scan, filtered by the events' own conditions before the join.
     let (columns, rows_condition) = match &plan.body {
-        Body::Mean { side, .. } => (format!("{} AS value", side.value), side.condition.clone()),
+        Body::Mean { side, .. } => (
+            format!("toNullable({}) AS value", side.value),
+            side.condition.clone(),
+        ),
         Body::Ratio {
             numerator,
             denominator,
         } => (
             format!(
-                "if({}, {}, NULL) AS value, if({}, {}, NULL) AS denominator",
+                "toNullable(if({}, {}, NULL)) AS value, toNullable(if({}, {}, NULL)) AS denominator",
                 numerator.condition, numerator.value, denominator.condition, denominator.value
             ),
             format!("({} OR {})", numerator.condition, denominator.condition),
@@ -403,7 +406,7 @@ pub fn metric_query(plan: &Plan, ctx: &Context) -> Result<String, Invalid> {
         }
     };
     let metric_events = format!(
-        "SELECT {entity} AS entity, timestamp, {columns} FROM events \
+        "SELECT {entity} AS entity, toNullable(timestamp) AS timestamp, {columns} FROM events \
          WHERE {rows_condition} AND timestamp >= {start} AND timestamp <= {until}",
         entity = plan.entity,
         start = sql_datetime(plan.start),
