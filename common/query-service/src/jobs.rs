@@ -44,6 +44,33 @@ impl Job for QueryJob {
         let Payload { query_id } = run.payload(self.name())?;
         run_job(state, team_id, &query_id).await
     }
+
+    /// The query's status ends failed too, so a poll stops waiting for it.
+    async fn abandoned(&self, state: &AppState, run: &JobRun) -> Result<(), JobError> {
+        let (Some(team_id), Ok(Payload { query_id })) = (
+            run.team_id,
+            serde_json::from_value::<Payload>(run.payload.clone()),
+        ) else {
+            return Ok(());
+        };
+        if QueryStatus::load(state, team_id, &query_id)
+            .await?
+            .is_none_or(|s| s.complete)
+        {
+            return Ok(());
+        }
+        finish(
+            state,
+            team_id,
+            &query_id,
+            Err(Some(
+                "The query stopped: the process running it ended before it finished. Run it again."
+                    .into(),
+            )),
+            None,
+        )
+        .await
+    }
 }
 
 /// Makes the `query` job runnable here (the worker registers every job).

@@ -115,11 +115,16 @@ fn runs_when(
     panic!("the runs did not get there: {last}");
 }
 
-fn async_query(address: &str, key: &str, project: &str, sql: &str) {
+/// Starts an async query; answers its id.
+fn async_query(address: &str, key: &str, project: &str, sql: &str) -> String {
     let body = json!({"query": {"kind": "HogQLQuery", "query": sql}, "async": true});
     let path = format!("/api/projects/{project}/query/");
     let (status, answer) = request(address, "POST", &path, key, Some(&body));
     assert!(status == 200 || status == 202, "{status} {answer}");
+    answer["query_status"]["id"]
+        .as_str()
+        .expect("the query's id")
+        .to_owned()
 }
 
 #[test]
@@ -140,7 +145,7 @@ fn a_run_of_a_killed_process_is_failed_by_the_next_serve() {
         .to_owned();
 
     // A slow async query runs as a job; the process is killed while it runs.
-    async_query(&first.address, &key, &project, SLOW);
+    let slow = async_query(&first.address, &key, &project, SLOW);
     let runs = runs_when(&first.address, &key, &project, |runs| {
         runs.first().is_some_and(|run| run["status"] == "running")
     });
@@ -164,5 +169,16 @@ fn a_run_of_a_killed_process_is_failed_by_the_next_serve() {
             .as_str()
             .is_some_and(|error| error.starts_with(common::jobs::ABANDONED)),
         "{runs:?}"
+    );
+    // The killed query's own status ended too: a poll gets its failure, not "running" forever.
+    let path = format!("/api/projects/{project}/query/{slow}/");
+    let (status, answer) = request(&second.address, "GET", &path, &key, None);
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["query_status"]["complete"], true, "{answer}");
+    assert!(
+        answer["query_status"]["error_message"]
+            .as_str()
+            .is_some_and(|message| message.contains("process running it ended")),
+        "{answer}"
     );
 }

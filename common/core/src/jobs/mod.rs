@@ -55,6 +55,12 @@ pub trait Job: Send + Sync + 'static {
 
     /// Does the work; the value is kept on the run record as its output.
     async fn run(&self, state: &AppState, run: &JobContext) -> Result<Value, JobError>;
+
+    /// A run of this job was failed because the process running it stopped
+    /// ([`runs::ABANDONED`]): what the job keeps of its own (a query's status) says so too.
+    async fn abandoned(&self, _state: &AppState, _run: &JobRun) -> Result<(), JobError> {
+        Ok(())
+    }
 }
 
 /// The longest delay a queued retry can take (SQS `DelaySeconds`).
@@ -368,6 +374,7 @@ impl Jobs {
                 {
                     tracing::warn!(job = %run.job, run = %run.id, owner = ?run.owner,
                         "a run whose process stopped is failed");
+                    self.tell_abandoned(state, &run).await;
                     recovered.failed += 1;
                 }
                 continue;
@@ -397,10 +404,22 @@ impl Jobs {
             {
                 tracing::warn!(job = %run.job, run = %run.id, owner = ?run.owner,
                     lease_until = ?run.lease_until, "a run whose process stopped is failed");
+                self.tell_abandoned(state, &run).await;
                 ended += 1;
             }
         }
         Ok(ended)
+    }
+
+    /// Lets the job of a run failed as abandoned record it in its own state (a failure there is
+    /// logged: the run is failed either way).
+    async fn tell_abandoned(&self, state: &AppState, run: &JobRun) {
+        if let Some(job) = self.get(&run.job)
+            && let Err(error) = job.abandoned(state, run).await
+        {
+            tracing::warn!(job = %run.job, run = %run.id, %error,
+                "the job could not record that its run was abandoned");
+        }
     }
 
     /// The open runs (of `job`, or of every job) whose process is gone as this runner sees it

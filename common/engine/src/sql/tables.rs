@@ -129,9 +129,11 @@ async fn register_events(
     let person_id = if overrides.is_empty() {
         column("person_id")
     } else {
+        // Nullable: an event whose person was never merged has no override, and the coalesce
+        // below reads that as NULL (ClickHouse's defaults leave a Nullable column NULL).
         let schema = Arc::new(Schema::new(vec![
-            Field::new(OVERRIDE_OLD, DataType::Utf8, false),
-            Field::new(OVERRIDE_NEW, DataType::Utf8, false),
+            Field::new(OVERRIDE_OLD, DataType::Utf8, true),
+            Field::new(OVERRIDE_NEW, DataType::Utf8, true),
         ]));
         let columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values(
