@@ -513,15 +513,15 @@ fn scalar(
             format!("toString({e}) {not}ILIKE {}", sql_text::string(&pattern))
         }
         Operator::Regex | Operator::NotRegex => {
-            // `match` is false for NULL, so a missing property does not match (and `not_regex`
-            // keeps it).
+            // `match` of NULL is NULL (as in ClickHouse): a missing property does not match, and
+            // `not_regex` keeps it, as PostHog's `ifNull(not(match(...)), 1)`.
             let pattern = sql_text::string(&text_of(value, operator, attr)?);
             let not = if operator == Operator::NotRegex {
                 "NOT "
             } else {
                 ""
             };
-            format!("{not}match(toString({text_e}), {pattern})")
+            format!("{not}coalesce(match(toString({text_e}), {pattern}), false)")
         }
         Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
             let symbol = match operator {
@@ -769,11 +769,11 @@ mod tests {
             ),
             (
                 json!({"key": "k", "value": "^a.c$", "operator": "regex"}),
-                "match(toString(properties['k']), '^a.c$')",
+                "coalesce(match(toString(properties['k']), '^a.c$'), false)",
             ),
             (
                 json!({"key": "k", "value": "\\d+", "operator": "not_regex"}),
-                "NOT match(toString(properties['k']), '\\\\d+')",
+                "NOT coalesce(match(toString(properties['k']), '\\\\d+'), false)",
             ),
             (
                 json!({"key": "k", "value": 10, "operator": "gt"}),
@@ -894,7 +894,7 @@ mod tests {
         );
         assert_eq!(
             ok(json!([{"key": "k", "value": ["x", "y"], "operator": "not_regex"}])),
-            "(NOT match(toString(properties['k']), 'x')) AND (NOT match(toString(properties['k']), 'y'))"
+            "(NOT coalesce(match(toString(properties['k']), 'x'), false)) AND (NOT coalesce(match(toString(properties['k']), 'y'), false))"
         );
         assert_eq!(
             ok(json!([{"key": "k", "value": [1, 2], "operator": "gt"}])),
