@@ -246,7 +246,7 @@ async fn a_runner_starting_up_fails_what_a_stopped_process_ran_and_queues_what_i
     const TEAM: i64 = 7;
     for backend in TestState::all().await {
         let name = format!("{:?}", backend.backend);
-        let start = chrono::Utc::now();
+        let start = backend.state.clock.now();
         // The first process runs one run that hangs and holds a retry due in an hour or less.
         let first = process(&backend, Arc::new(ManualClock::at(start)));
         let hung = first
@@ -334,7 +334,7 @@ async fn a_lambda_run_past_its_lease_fails_when_the_next_run_of_its_job_starts()
     const TEAM: i64 = 8;
     for backend in TestState::all().await {
         let name = format!("{:?}", backend.backend);
-        let start = chrono::Utc::now();
+        let start = backend.state.clock.now();
         let scheduled = |mode: &str| ScheduledJob {
             job: "stuck".into(),
             team_id: Some(TEAM),

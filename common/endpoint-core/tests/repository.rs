@@ -134,7 +134,7 @@ async fn endpoints_versions_and_deletes_on_every_backend() {
             .await
             .unwrap();
         let gone = create(store, "gone", hogql("select 4")).await;
-        repository::delete(store, TEAM, "gone", &actor, Utc::now())
+        repository::delete(store, TEAM, "gone", &actor, backend.state.clock.now())
             .await
             .unwrap()
             .expect("deleted");
@@ -271,13 +271,13 @@ async fn endpoints_versions_and_deletes_on_every_backend() {
         assert_eq!(fields, ["versions"], "{label}");
 
         // Deleting frees the name; the new endpoint of that name has versions of its own.
-        let deleted = repository::delete(store, TEAM, "daily", &actor, Utc::now())
+        let deleted = repository::delete(store, TEAM, "daily", &actor, backend.state.clock.now())
             .await
             .unwrap()
             .expect("deleted");
         assert_eq!(deleted.id, daily.id);
         assert!(
-            repository::delete(store, TEAM, "daily", &actor, Utc::now())
+            repository::delete(store, TEAM, "daily", &actor, backend.state.clock.now())
                 .await
                 .unwrap()
                 .is_none()

@@ -358,7 +358,7 @@ mod tests {
             api_key_label: None,
             api_key_mask: None,
         };
-        let now = Utc::now();
+        let now: DateTime<Utc> = "2026-11-28T10:00:00Z".parse().unwrap();
         let status = QueryStatus::new(
             7,
             "q",
