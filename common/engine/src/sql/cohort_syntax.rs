@@ -47,6 +47,10 @@ impl CohortRef {
 /// The `IN COHORT` operands of `text`, in order (none when it does not tokenize: parsing will
 /// say why).
 pub fn references(text: &str) -> Vec<CohortRef> {
+    // Every query's text comes here: most name no cohort, and are not tokenized again.
+    if !text.to_ascii_lowercase().contains("cohort") {
+        return Vec::new();
+    }
     let Ok(tokens) = Tokenizer::new(&ClickHouseDialect {}, text).tokenize_with_location() else {
         return Vec::new();
     };

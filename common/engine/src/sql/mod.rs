@@ -9,7 +9,6 @@ mod cohort_syntax;
 mod conditions;
 mod date_trunc;
 mod day_bounds;
-mod default_of;
 mod dense_groups;
 mod event_names;
 mod function_docs;
@@ -29,7 +28,7 @@ mod row_generators;
 pub(crate) mod shredded;
 pub(crate) mod tables;
 mod template;
-mod to_nullable;
+mod typing;
 pub(crate) mod udfs;
 mod uniq;
 
@@ -340,8 +339,9 @@ pub async fn open_session(
     )
     .map_err(QueryError::internal)?;
     ctx.register_udf(date_trunc::date_trunc());
-    ctx.register_udf(default_of::default_of());
-    ctx.register_udf(to_nullable::to_nullable());
+    for udf in typing::all() {
+        ctx.register_udf(udf);
+    }
     ctx.register_udaf(funnel::aggregate_funnel());
     ctx.register_udaf(uniq::aggregate_uniq());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;

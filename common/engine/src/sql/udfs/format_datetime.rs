@@ -212,19 +212,7 @@ fn format_datetime(args: &[ColumnarValue], rows: usize, zone: Tz) -> Result<Arra
     };
     let walls = walls(value, rows, zone, "formatDateTime")?;
     check_format(format, walls.dated_only)?;
-    let mut out = StringBuilder::with_capacity(walls.values.len(), walls.values.len() * 20);
-    let mut text = String::new();
-    for value in walls.values {
-        match value {
-            Some((t, offset)) => {
-                text.clear();
-                write_format(&mut text, format, t, offset);
-                out.append_value(&text);
-            }
-            None => out.append_null(),
-        }
-    }
-    Ok(Arc::new(out.finish()))
+    Ok(formatted(walls, format))
 }
 
 /// `toString`'s date part: dates and date-times become ClickHouse's text, other values pass
@@ -256,7 +244,12 @@ fn date_string(args: &[ColumnarValue], rows: usize, zone: Tz) -> Result<ArrayRef
     } else {
         "%F %T"
     };
-    let mut out = StringBuilder::with_capacity(walls.values.len(), walls.values.len() * 26);
+    Ok(formatted(walls, format))
+}
+
+/// Each wall time written with `format` (ClickHouse's specifiers); NULL stays NULL.
+fn formatted(walls: Walls, format: &str) -> ArrayRef {
+    let mut out = StringBuilder::with_capacity(walls.values.len(), walls.values.len() * 24);
     let mut text = String::new();
     for value in walls.values {
         match value {
@@ -268,7 +261,7 @@ fn date_string(args: &[ColumnarValue], rows: usize, zone: Tz) -> Result<ArrayRef
             None => out.append_null(),
         }
     }
-    Ok(Arc::new(out.finish()))
+    Arc::new(out.finish())
 }
 
 fn zone_of_type_check(types: &[DataType], _: &[Option<&ScalarValue>], _: Tz) -> Result<DataType> {
