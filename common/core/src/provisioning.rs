@@ -54,7 +54,8 @@ pub async fn bootstrap_if_empty(store: &dyn Store) -> Result<Option<Bootstrap>, 
     if store.get("META", "BOOTSTRAP").await?.is_some() {
         return Ok(None);
     }
-    let organization = Organization::new("Default organization");
+    let now = store.clock().now();
+    let organization = Organization::new("Default organization", now);
     let project = Project::allocate(
         store,
         NewProject {
@@ -64,17 +65,26 @@ pub async fn bootstrap_if_empty(store: &dyn Store) -> Result<Option<Bootstrap>, 
         },
     )
     .await?;
-    let mut user = User::new(NewUser {
-        email: "admin@localhost",
-        first_name: "Admin",
-        last_name: "",
-        password: None,
-        is_staff: true,
-    })?;
+    let mut user = User::new(
+        NewUser {
+            email: "admin@localhost",
+            first_name: "Admin",
+            last_name: "",
+            password: None,
+            is_staff: true,
+        },
+        now,
+    )?;
     user.current_organization_id = Some(organization.id);
     user.current_team_id = Some(project.id);
-    let (key, key_secret) =
-        PersonalApiKey::create(user.uuid, "Bootstrap key", vec!["*".into()], None, None);
+    let (key, key_secret) = PersonalApiKey::create(
+        user.uuid,
+        "Bootstrap key",
+        vec!["*".into()],
+        None,
+        None,
+        now,
+    );
 
     let mut ops = vec![
         WriteOp::Put {
@@ -86,7 +96,7 @@ pub async fn bootstrap_if_empty(store: &dyn Store) -> Result<Option<Bootstrap>, 
             condition: Condition::NotExists,
         },
         organization.put_op()?,
-        Membership::new(organization.id, user.uuid, MembershipLevel::Owner).put_op()?,
+        Membership::new(organization.id, user.uuid, MembershipLevel::Owner, now).put_op()?,
         key.put_op()?,
     ];
     ops.extend(project.put_ops()?);
@@ -115,7 +125,7 @@ pub async fn create_organization(
             "an organization name has 1 to 64 characters".into(),
         ));
     }
-    let organization = Organization::new(name);
+    let organization = Organization::new(name, store.clock().now());
     store.transact_write(vec![organization.put_op()?]).await?;
     Ok(organization)
 }
@@ -169,14 +179,15 @@ pub async fn create_user(
         )));
     }
     let email = new.email.to_owned();
-    let mut user = User::new(new)?;
+    let now = store.clock().now();
+    let mut user = User::new(new, now)?;
     user.current_organization_id = Some(organization_id);
     user.current_team_id = Project::ids_of_organization(store, organization_id)
         .await?
         .into_iter()
         .min();
     let mut ops = user.put_ops()?;
-    ops.push(Membership::new(organization_id, user.uuid, level).put_op()?);
+    ops.push(Membership::new(organization_id, user.uuid, level, now).put_op()?);
     match store.transact_write(ops).await {
         Ok(()) => Ok(user),
         Err(StoreError::ConditionFailed) => Err(ProvisionError::EmailTaken(email)),
@@ -221,6 +232,7 @@ pub async fn create_key(
         scopes,
         scoped_teams,
         scoped_organizations,
+        store.clock().now(),
     );
     store.transact_write(vec![key.put_op()?]).await?;
     Ok((key, secret))

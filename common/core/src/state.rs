@@ -59,12 +59,13 @@ impl AppState {
             true => Some(load_aws(&config).await),
             false => None,
         };
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         // `uses_aws` holds for the dynamodb backend, so `aws` is there whenever it is asked for.
         let store: Arc<dyn Store> = match &aws {
-            Some(aws) if config.backend == Backend::Dynamodb => {
-                Arc::new(DynamoStore::from_sdk_config(aws, &config.table_name))
-            }
-            _ => Arc::new(SqliteStore::open(&config.sqlite_path())?),
+            Some(aws) if config.backend == Backend::Dynamodb => Arc::new(
+                DynamoStore::from_sdk_config(aws, &config.table_name).with_clock(clock.clone()),
+            ),
+            _ => Arc::new(SqliteStore::open(&config.sqlite_path())?.with_clock(clock.clone())),
         };
         let sqs = match (&aws, &config.query.job_queue_url) {
             (Some(aws), Some(_)) => Some(aws_sdk_sqs::Client::new(aws)),
@@ -90,7 +91,7 @@ impl AppState {
             aws,
             sqs,
             http,
-            clock: Arc::new(SystemClock),
+            clock,
             jobs: Arc::new(Jobs::default()),
             cache: Arc::new(Cache::default()),
         })

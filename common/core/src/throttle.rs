@@ -66,8 +66,8 @@ impl Throttle {
         Ok(current as f64 + previous as f64 * overlap.clamp(0.0, 1.0))
     }
 
-    fn throttled(&self, ends_at: i64) -> ApiError {
-        let wait = (ends_at - chrono::Utc::now().timestamp()).max(1) as u64;
+    fn throttled(&self, ends_at: i64, now_ms: i64) -> ApiError {
+        let wait = (ends_at - now_ms.div_euclid(1000)).max(1) as u64;
         ApiError::throttled(wait)
     }
 
@@ -97,29 +97,29 @@ impl Throttle {
 
     /// Counts one request and answers 429 once the last window holds more than `limit`.
     pub async fn hit(&self, store: &dyn Store, key: &str) -> ApiResult<()> {
-        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now_ms = store.clock().now().timestamp_millis();
         let (window, ends_at) = self.window(now_ms);
         let count = self.increment(store, key, window, ends_at).await?;
         if self.estimate(store, key, count, window, now_ms).await? > self.limit as f64 {
-            return Err(self.throttled(ends_at));
+            return Err(self.throttled(ends_at, now_ms));
         }
         Ok(())
     }
 
     /// 429 when `limit` failures are already recorded in the last window; counts nothing.
     pub async fn check(&self, store: &dyn Store, key: &str) -> ApiResult<()> {
-        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now_ms = store.clock().now().timestamp_millis();
         let (window, ends_at) = self.window(now_ms);
         let count = self.stored_count(store, key, window).await?;
         if self.estimate(store, key, count, window, now_ms).await? >= self.limit as f64 {
-            return Err(self.throttled(ends_at));
+            return Err(self.throttled(ends_at, now_ms));
         }
         Ok(())
     }
 
     /// Records one failure (see `check`).
     pub async fn record(&self, store: &dyn Store, key: &str) -> ApiResult<()> {
-        let (window, ends_at) = self.window(chrono::Utc::now().timestamp_millis());
+        let (window, ends_at) = self.window(store.clock().now().timestamp_millis());
         self.increment(store, key, window, ends_at).await?;
         Ok(())
     }
@@ -152,7 +152,7 @@ mod tests {
     async fn a_burst_cannot_straddle_a_window_boundary() {
         let store = crate::testing::memory_store();
         let throttle = Throttle::new("straddle", 2, 60);
-        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now_ms = store.clock().now().timestamp_millis();
         let (window, ends_at) = throttle.window(now_ms);
         // Three hits late in the previous window...
         for _ in 0..3 {

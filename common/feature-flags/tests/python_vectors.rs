@@ -641,7 +641,7 @@ fn property_matching_equals_the_sdk() {
             let mut properties = Map::new();
             properties.insert("k".to_owned(), value.clone());
             assert_eq!(
-                match_property(&filter, &properties),
+                match_property(&filter, &properties, chrono::Utc::now()),
                 wanted,
                 "{operator} {filter_value} on {value}"
             );
@@ -704,6 +704,7 @@ fn flag_values_equal_the_sdk() {
             group_types: &group_types,
             hash_key_overrides: None,
             cohort_memberships: None,
+            now: chrono::Utc::now(),
         };
         let key = keys[*index];
         let only = [key.to_owned()];

@@ -32,7 +32,7 @@ async fn capture(
     let document = common::sdk_body::document(&headers, query.as_deref(), &body, limit)?;
     let request = events::Request::parse(document)?;
     let project = common::project_tokens::project_for(&state, request.token.as_deref()).await?;
-    let staged = request.into_staged(chrono::Utc::now())?;
+    let staged = request.into_staged(state.clock.now())?;
     common::staging::stage(state.objects.as_ref(), project, &staged)
         .await
         .map_err(ApiError::internal)?;

@@ -285,7 +285,7 @@ async fn from_materialization(
     page: Option<Page>,
     logged: &Logged<'_>,
 ) -> Option<Value> {
-    let started_at = chrono::Utc::now();
+    let started_at = state.clock.now();
     let value = match &item.variable {
         Some(variable) => {
             let value = given.get(variable)?;

@@ -44,16 +44,17 @@ fn throttle_key(uuid: &str) -> String {
 /// Issues a new code for `email` (replacing any earlier one) and mails it there.
 pub async fn send_code(state: &AppState, user: &User, email: &str) -> ApiResult<()> {
     let code = format!("{:06}", rand::thread_rng().gen_range(0..1_000_000));
+    let now = state.clock.now();
     let stored = EmailCode {
         mac: state
             .secrets
             .mac(CODE_PURPOSE, &format!("{}:{code}", user.uuid)),
         email: email.to_owned(),
         attempts: 0,
-        created_at: Utc::now(),
+        created_at: now,
     };
     let item = Item::of(User::pk(user.uuid), "EMAILCODE", &stored)?
-        .with_expiry(Utc::now().timestamp() + CODE_SECONDS);
+        .with_expiry(now.timestamp() + CODE_SECONDS);
     state.store.put(item, Condition::None).await?;
     let mail = Mail {
         to: email.to_owned(),

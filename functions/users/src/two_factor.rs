@@ -7,7 +7,6 @@ use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::mailer::Mail;
 use common::models::{Scope, User};
-use common::secrets::Secrets;
 use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use common::throttle::Throttle;
 use common::{AppState, Authenticated};
@@ -90,8 +89,8 @@ fn matching_step(totp: &TOTP, token: &str, now: u64) -> Option<u64> {
         })
 }
 
-fn unix_now() -> u64 {
-    Utc::now().timestamp().max(0) as u64
+fn unix_now(state: &AppState) -> u64 {
+    state.clock.now().timestamp().max(0) as u64
 }
 
 /// A code as typed: spaces and dashes dropped, lower case.
@@ -124,11 +123,8 @@ async fn backup_codes(store: &dyn Store, user: &User) -> Result<Option<BackupCod
 }
 
 /// Ten fresh codes: their keyed hashes replace any earlier set; the codes are returned once.
-async fn issue_backup_codes(
-    store: &dyn Store,
-    secrets: &Secrets,
-    user: &User,
-) -> ApiResult<Vec<String>> {
+async fn issue_backup_codes(state: &AppState, user: &User) -> ApiResult<Vec<String>> {
+    let (store, secrets) = (state.store.as_ref(), &state.secrets);
     let codes: Vec<String> = {
         // ThreadRng must not live across an await.
         let mut rng = rand::thread_rng();
@@ -145,7 +141,7 @@ async fn issue_backup_codes(
             .iter()
             .map(|code| secrets.mac(&backup_purpose(user), code))
             .collect(),
-        created_at: Utc::now(),
+        created_at: state.clock.now(),
     };
     store
         .put(Item::of(pk(user), "BACKUP", &stored)?, Condition::None)
@@ -163,7 +159,7 @@ async fn accept_totp(state: &AppState, user: &User, token: &str) -> ApiResult<bo
         .secrets
         .decrypt(&current.seed_sealed)
         .map_err(ApiError::internal)?;
-    let Some(step) = matching_step(&totp(seed, &user.email)?, token, unix_now()) else {
+    let Some(step) = matching_step(&totp(seed, &user.email)?, token, unix_now(state)) else {
         return Ok(false);
     };
     let result = store::update(store, &pk(user), "TOTP", |mut device: TotpDevice| {
@@ -241,7 +237,7 @@ pub async fn start_setup(
             seed_sealed: sealed,
         },
     )?
-    .with_expiry(Utc::now().timestamp() + SETUP_SECONDS);
+    .with_expiry(state.clock.now().timestamp() + SETUP_SECONDS);
     state.store.put(pending, Condition::None).await?;
     Ok(axum::Json(json!({
         "success": true,
@@ -285,14 +281,14 @@ pub async fn validate(
     let step = is_totp_shape(&token)
         .then(|| totp(seed, &user.email))
         .transpose()?
-        .and_then(|totp| matching_step(&totp, &token, unix_now()));
+        .and_then(|totp| matching_step(&totp, &token, unix_now(&state)));
     let Some(step) = step else {
         FAILURES.record(store, &key).await?;
         return Err(token_invalid());
     };
     let device = TotpDevice {
         seed_sealed: pending.seed_sealed,
-        confirmed_at: Utc::now(),
+        confirmed_at: state.clock.now(),
         last_step: step,
     };
     store
@@ -316,7 +312,7 @@ pub async fn validate(
             ),
             other => other.into(),
         })?;
-    let codes = issue_backup_codes(store, &state.secrets, &user).await?;
+    let codes = issue_backup_codes(&state, &user).await?;
     notify(&state, &user, "enabled").await;
     Ok(axum::Json(
         json!({ "success": true, "backup_codes": codes }),
@@ -363,7 +359,7 @@ pub async fn regenerate_backup_codes(
     if device(state.store.as_ref(), &user).await?.is_none() {
         return Err(not_enabled());
     }
-    let codes = issue_backup_codes(state.store.as_ref(), &state.secrets, &user).await?;
+    let codes = issue_backup_codes(&state, &user).await?;
     Ok(axum::Json(json!({ "backup_codes": codes })))
 }
 

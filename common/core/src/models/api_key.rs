@@ -97,6 +97,7 @@ impl PersonalApiKey {
         scopes: Vec<String>,
         scoped_teams: Option<Vec<i64>>,
         scoped_organizations: Option<Vec<Uuid>>,
+        now: DateTime<Utc>,
     ) -> (Self, String) {
         let secret = Self::generate_secret();
         let key = Self {
@@ -108,7 +109,7 @@ impl PersonalApiKey {
             scopes,
             scoped_teams,
             scoped_organizations,
-            created_at: Utc::now(),
+            created_at: now,
             last_used_at: None,
         };
         (key, secret)
@@ -141,7 +142,7 @@ impl PersonalApiKey {
 
     /// Records use, at most hourly so reads stay reads (PostHog does the same).
     pub async fn touch(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let now = Utc::now();
+        let now = store.clock().now();
         if self
             .last_used_at
             .is_some_and(|at| now - at < Duration::hours(1))
@@ -193,13 +194,15 @@ mod tests {
             scopes.iter().map(|s| s.to_string()).collect(),
             None,
             None,
+            Utc::now(),
         )
         .0
     }
 
     #[test]
     fn secrets_hash_and_mask_like_posthog() {
-        let (key, secret) = PersonalApiKey::create(Uuid::nil(), "t", vec![], None, None);
+        let (key, secret) =
+            PersonalApiKey::create(Uuid::nil(), "t", vec![], None, None, Utc::now());
         assert!(secret.starts_with("phx_") && secret.len() == 51);
         assert_eq!(key.secure_value.len(), "sha256$".len() + 64);
         assert_eq!(key.secure_value, PersonalApiKey::secure_value_of(&secret));

@@ -29,11 +29,11 @@ pub struct Membership {
 }
 
 impl Organization {
-    pub fn new(name: &str) -> Self {
+    pub fn new(name: &str, now: DateTime<Utc>) -> Self {
         Self {
             id: Uuid::now_v7(),
             name: name.to_owned(),
-            created_at: Utc::now(),
+            created_at: now,
         }
     }
 
@@ -58,12 +58,17 @@ impl Organization {
 }
 
 impl Membership {
-    pub fn new(organization_id: Uuid, user_uuid: Uuid, level: MembershipLevel) -> Self {
+    pub fn new(
+        organization_id: Uuid,
+        user_uuid: Uuid,
+        level: MembershipLevel,
+        now: DateTime<Utc>,
+    ) -> Self {
         Self {
             organization_id,
             user_uuid,
             level,
-            joined_at: Utc::now(),
+            joined_at: now,
         }
     }
 

@@ -69,7 +69,7 @@ impl Project {
             week_start_day: None,
             test_account_filters: Vec::new(),
             api_token: random_token("phc_", 43),
-            created_at: Utc::now(),
+            created_at: store.clock().now(),
             updated_at: None,
         })
     }
@@ -147,9 +147,10 @@ impl Project {
         id: i64,
         mut change: impl FnMut(&mut Project),
     ) -> Result<Self, StoreError> {
+        let now = store.clock().now();
         store::update(store, &Self::pk(id), "TEAM", |mut project: Project| {
             change(&mut project);
-            project.updated_at = Some(Utc::now());
+            project.updated_at = Some(now);
             Ok(project)
         })
         .await

@@ -136,7 +136,7 @@ impl User {
 
     /// A new user; a password is hashed here, on the calling thread (tens of milliseconds), which
     /// suits the CLI and bootstrap. Request handlers hash with [`hash_password`].
-    pub fn new(new: NewUser<'_>) -> Result<Self, StoreError> {
+    pub fn new(new: NewUser<'_>, now: DateTime<Utc>) -> Result<Self, StoreError> {
         let uuid = Uuid::now_v7();
         Ok(Self {
             uuid,
@@ -153,7 +153,7 @@ impl User {
             is_active: true,
             is_email_verified: false,
             pending_email: None,
-            date_joined: Utc::now(),
+            date_joined: now,
             current_organization_id: None,
             current_team_id: None,
             notification_settings: empty_object(),
@@ -360,13 +360,16 @@ mod tests {
 
     #[test]
     fn passwords_verify_only_against_their_hash() {
-        let user = User::new(NewUser {
-            email: "a@example.com",
-            first_name: "A",
-            last_name: "",
-            password: Some("correct horse"),
-            is_staff: false,
-        })
+        let user = User::new(
+            NewUser {
+                email: "a@example.com",
+                first_name: "A",
+                last_name: "",
+                password: Some("correct horse"),
+                is_staff: false,
+            },
+            Utc::now(),
+        )
         .unwrap();
         let hash = user.password_hash.as_deref().unwrap();
         assert!(hash.starts_with("$argon2"));
@@ -385,13 +388,16 @@ mod tests {
             after_hashing > 0,
             "the other task did not run while hashing"
         );
-        let mut user = User::new(NewUser {
-            email: "a@example.com",
-            first_name: "A",
-            last_name: "",
-            password: None,
-            is_staff: false,
-        })
+        let mut user = User::new(
+            NewUser {
+                email: "a@example.com",
+                first_name: "A",
+                last_name: "",
+                password: None,
+                is_staff: false,
+            },
+            Utc::now(),
+        )
         .unwrap();
         assert!(!user.password_matches("correct horse").await.unwrap());
         user.password_hash = Some(hash);

@@ -2,6 +2,7 @@
 //! The entity is kept as JSON text in `data` so it round-trips exactly (numbers, nulls, nesting).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -14,9 +15,11 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::{StreamExt, TryStreamExt};
 
+use crate::clock::{Clock, SystemClock};
+
 use super::{
     Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp,
-    condition_outcome, now_unix, validate_transaction, validate_transactions,
+    condition_outcome, validate_transaction, validate_transactions,
 };
 
 pub const GSI1: &str = "gsi1";
@@ -31,6 +34,8 @@ pub struct DynamoStore {
     table: String,
     /// DynamoDB's `Limit` per request; `None` lets DynamoDB fill its 1 MB pages.
     page_size: Option<i32>,
+    /// What "now" is for TTL expiry and for the entities written through this store.
+    clock: Arc<dyn Clock>,
 }
 
 impl DynamoStore {
@@ -39,12 +44,23 @@ impl DynamoStore {
             client,
             table: table.into(),
             page_size: None,
+            clock: Arc::new(SystemClock),
         }
     }
 
     /// A client on the process's shared AWS configuration (`AppState::aws`).
     pub fn from_sdk_config(aws: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
         Self::new(Client::new(aws), table)
+    }
+
+    /// The same store reading time from `clock` (the application state's).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    fn now_unix(&self) -> i64 {
+        self.clock.now().timestamp()
     }
 
     /// Caps every DynamoDB request at `items`, so tests can force many pages per query.
@@ -194,8 +210,8 @@ fn from_attributes(attributes: &Attributes) -> Result<Item, StoreError> {
 }
 
 /// A DynamoDB condition expression with its values; TTL-expired items count as absent.
-fn condition_expression(condition: Condition) -> Option<(&'static str, Attributes)> {
-    let now = (":now".to_owned(), number(now_unix()));
+fn condition_expression(condition: Condition, now: i64) -> Option<(&'static str, Attributes)> {
+    let now = (":now".to_owned(), number(now));
     match condition {
         Condition::None => None,
         Condition::NotExists => Some((
@@ -219,6 +235,10 @@ fn is_condition_failure<E: ProvideErrorMetadata>(error: &E) -> bool {
 
 #[async_trait]
 impl Store for DynamoStore {
+    fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         let output = self
             .client
@@ -233,7 +253,7 @@ impl Store for DynamoStore {
             return Ok(None);
         };
         let item = from_attributes(&attributes)?;
-        Ok((!item.is_expired(now_unix())).then_some(item))
+        Ok((!item.is_expired(self.now_unix())).then_some(item))
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
@@ -242,7 +262,7 @@ impl Store for DynamoStore {
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_attributes(&item)?));
-        if let Some((expression, values)) = condition_expression(condition) {
+        if let Some((expression, values)) = condition_expression(condition, self.now_unix()) {
             request = request
                 .condition_expression(expression)
                 .set_expression_attribute_values(Some(values));
@@ -260,7 +280,7 @@ impl Store for DynamoStore {
             .delete_item()
             .table_name(&self.table)
             .set_key(Some(key_of(pk, sk)));
-        if let Some((expression, values)) = condition_expression(condition) {
+        if let Some((expression, values)) = condition_expression(condition, self.now_unix()) {
             request = request
                 .condition_expression(expression)
                 .set_expression_attribute_values(Some(values));
@@ -280,7 +300,7 @@ impl Store for DynamoStore {
         let mut key_condition = "#partition = :partition".to_owned();
         let mut values = HashMap::from([
             (":partition".to_owned(), string(partition)),
-            (":now".to_owned(), number(now_unix())),
+            (":now".to_owned(), number(self.now_unix())),
         ]);
         if !options.sk_prefix.is_empty() {
             key_condition.push_str(" AND begins_with(#sort, :prefix)");
@@ -343,6 +363,7 @@ impl Store for DynamoStore {
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         validate_transaction(&ops)?;
+        let now = self.now_unix();
         let mut actions = Vec::with_capacity(ops.len());
         for op in &ops {
             let action = match op {
@@ -350,7 +371,7 @@ impl Store for DynamoStore {
                     let mut put = Put::builder()
                         .table_name(&self.table)
                         .set_item(Some(to_attributes(item)?));
-                    if let Some((expression, values)) = condition_expression(*condition) {
+                    if let Some((expression, values)) = condition_expression(*condition, now) {
                         put = put
                             .condition_expression(expression)
                             .set_expression_attribute_values(Some(values));
@@ -363,7 +384,7 @@ impl Store for DynamoStore {
                     let mut delete = Delete::builder()
                         .table_name(&self.table)
                         .set_key(Some(key_of(pk, sk)));
-                    if let Some((expression, values)) = condition_expression(*condition) {
+                    if let Some((expression, values)) = condition_expression(*condition, now) {
                         delete = delete
                             .condition_expression(expression)
                             .set_expression_attribute_values(Some(values));
@@ -374,7 +395,7 @@ impl Store for DynamoStore {
                 }
                 WriteOp::Check { pk, sk, condition } => {
                     // A check without a condition constrains nothing; DynamoDB needs an expression.
-                    let (expression, values) = condition_expression(*condition).unwrap_or((
+                    let (expression, values) = condition_expression(*condition, now).unwrap_or((
                         "attribute_exists(pk) OR attribute_not_exists(pk)",
                         HashMap::new(),
                     ));

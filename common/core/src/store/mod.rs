@@ -10,6 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Serialize, de::DeserializeOwned};
 
+use crate::clock::{Clock, SystemClock};
+
 pub use cursor::Cursor;
 pub use dynamo::DynamoStore;
 pub use sqlite::SqliteStore;
@@ -229,6 +231,12 @@ pub enum StoreError {
 /// The storage boundary every handler talks to.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// What "now" is for this store: TTL expiry, and the timestamps of entities written
+    /// without a request at hand (provisioning). The backends take the state's clock.
+    fn clock(&self) -> &dyn Clock {
+        &SystemClock
+    }
+
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError>;
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError>;
@@ -290,10 +298,6 @@ pub(crate) fn validate_transaction(ops: &[WriteOp]) -> Result<(), StoreError> {
         }
     }
     Ok(())
-}
-
-pub(crate) fn now_unix() -> i64 {
-    chrono::Utc::now().timestamp()
 }
 
 /// Every item of a partition (or of a GSI1 partition), read page by page.

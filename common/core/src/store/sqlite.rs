@@ -9,8 +9,10 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
+use crate::clock::{Clock, SystemClock};
+
 use super::{
-    Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp, now_unix,
+    Condition, Cursor, Index, Item, Page, QueryOptions, Store, StoreError, WriteOp,
     validate_transaction, validate_transactions,
 };
 
@@ -40,6 +42,8 @@ pub struct SqliteStore {
     writer: Arc<Mutex<Connection>>,
     /// Empty for in-memory stores, whose one connection is the whole database.
     readers: Arc<Vec<Mutex<Connection>>>,
+    /// What "now" is for TTL expiry and for the entities written through this store.
+    clock: Arc<dyn Clock>,
 }
 
 impl SqliteStore {
@@ -66,7 +70,18 @@ impl SqliteStore {
         Ok(Self {
             writer: Arc::new(Mutex::new(writer)),
             readers: Arc::new(readers),
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same store reading time from `clock` (the application state's).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    fn now_unix(&self) -> i64 {
+        self.clock.now().timestamp()
     }
 
     /// A private in-memory store, for tests and benchmarks.
@@ -76,6 +91,7 @@ impl SqliteStore {
         Ok(Self {
             writer: Arc::new(Mutex::new(connection)),
             readers: Arc::new(Vec::new()),
+            clock: Arc::new(SystemClock),
         })
     }
 
@@ -197,13 +213,19 @@ fn decode((mut item, data): (Item, String)) -> Result<Item, StoreError> {
     Ok(item)
 }
 
-fn get_live(connection: &Connection, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+/// The item unless missing or expired at `now` (unix seconds).
+fn get_live(
+    connection: &Connection,
+    pk: &str,
+    sk: &str,
+    now: i64,
+) -> Result<Option<Item>, StoreError> {
     let found = connection
         .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM items WHERE pk = ?1 AND sk = ?2 \
              AND (expires_at IS NULL OR expires_at > ?3)"
         ))?
-        .query_row(params![pk, sk, now_unix()], read_item)
+        .query_row(params![pk, sk, now], read_item)
         .optional()?;
     found.map(decode).transpose()
 }
@@ -260,9 +282,9 @@ fn write_delete(connection: &Connection, pk: &str, sk: &str) -> Result<(), Store
 }
 
 /// Applies the actions inside one IMMEDIATE transaction: every condition is checked before any write.
-fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError> {
+fn apply(connection: &mut Connection, ops: &[WriteOp], now: i64) -> Result<(), StoreError> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if !apply_within(&transaction, ops)? {
+    if !apply_within(&transaction, ops, now)? {
         return Err(StoreError::ConditionFailed);
     }
     Ok(transaction.commit()?)
@@ -273,11 +295,12 @@ fn apply(connection: &mut Connection, ops: &[WriteOp]) -> Result<(), StoreError>
 fn apply_each(
     connection: &mut Connection,
     groups: &[Vec<WriteOp>],
+    now: i64,
 ) -> Result<Vec<bool>, StoreError> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let applied = groups
         .iter()
-        .map(|ops| apply_within(&transaction, ops))
+        .map(|ops| apply_within(&transaction, ops, now))
         .collect::<Result<Vec<_>, _>>()?;
     transaction.commit()?;
     Ok(applied)
@@ -285,7 +308,7 @@ fn apply_each(
 
 /// Checks every condition, then writes every action; `false` (nothing written) when a
 /// condition fails.
-fn apply_within(connection: &Connection, ops: &[WriteOp]) -> Result<bool, StoreError> {
+fn apply_within(connection: &Connection, ops: &[WriteOp], now: i64) -> Result<bool, StoreError> {
     for op in ops {
         let (pk, sk) = op.key();
         let condition = match op {
@@ -294,7 +317,7 @@ fn apply_within(connection: &Connection, ops: &[WriteOp]) -> Result<bool, StoreE
             | WriteOp::Check { condition, .. } => *condition,
         };
         if condition != Condition::None
-            && !condition_holds(get_live(connection, pk, sk)?.as_ref(), condition)
+            && !condition_holds(get_live(connection, pk, sk, now)?.as_ref(), condition)
         {
             return Ok(false);
         }
@@ -311,14 +334,19 @@ fn apply_within(connection: &Connection, ops: &[WriteOp]) -> Result<bool, StoreE
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        let (pk, sk) = (pk.to_owned(), sk.to_owned());
-        self.read(move |connection| get_live(connection, &pk, &sk))
+        let (pk, sk, now) = (pk.to_owned(), sk.to_owned(), self.now_unix());
+        self.read(move |connection| get_live(connection, &pk, &sk, now))
             .await
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
-        self.write(move |connection| apply(connection, &[WriteOp::Put { item, condition }]))
+        let now = self.now_unix();
+        self.write(move |connection| apply(connection, &[WriteOp::Put { item, condition }], now))
             .await
     }
 
@@ -328,18 +356,23 @@ impl Store for SqliteStore {
             sk: sk.to_owned(),
             condition,
         };
-        self.write(move |connection| apply(connection, &[op])).await
+        let now = self.now_unix();
+        self.write(move |connection| apply(connection, &[op], now))
+            .await
     }
 
     async fn query(&self, partition: &str, options: QueryOptions) -> Result<Page, StoreError> {
         let partition = partition.to_owned();
-        self.read(move |connection| query_page(connection, &partition, &options))
+        let now = self.now_unix();
+        self.read(move |connection| query_page(connection, &partition, &options, now))
             .await
     }
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         validate_transaction(&ops)?;
-        self.write(move |connection| apply(connection, &ops)).await
+        let now = self.now_unix();
+        self.write(move |connection| apply(connection, &ops, now))
+            .await
     }
 
     async fn transact_write_each(
@@ -347,7 +380,8 @@ impl Store for SqliteStore {
         groups: Vec<Vec<WriteOp>>,
     ) -> Result<Vec<bool>, StoreError> {
         validate_transactions(&groups)?;
-        self.write(move |connection| apply_each(connection, &groups))
+        let now = self.now_unix();
+        self.write(move |connection| apply_each(connection, &groups, now))
             .await
     }
 }
@@ -356,6 +390,7 @@ fn query_page(
     connection: &Connection,
     partition: &str,
     options: &QueryOptions,
+    now: i64,
 ) -> Result<Page, StoreError> {
     let (partition_column, sort_column, order_columns) = match options.index {
         Index::Primary => ("pk", "sk", "sk"),
@@ -374,7 +409,7 @@ fn query_page(
     let upper = format!("{}{MAX_CHAR}", options.sk_prefix);
     let mut values: Vec<rusqlite::types::Value> = vec![
         partition.to_owned().into(),
-        now_unix().into(),
+        now.into(),
         options.sk_prefix.clone().into(),
         upper.into(),
     ];

@@ -15,6 +15,7 @@ pub mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use chrono::{DateTime, Utc};
 use cohort_core::Cohort;
 use cohort_core::definition::{Node, PersonFilter};
 use serde_json::{Map, Value};
@@ -165,8 +166,9 @@ impl PreparedCohorts {
         id: i64,
         properties: &Map<String, Value>,
         memberships: Option<&BTreeSet<i64>>,
+        now: DateTime<Utc>,
     ) -> Result<bool, EvaluationError> {
-        self.contains_at(id, properties, memberships, 0)
+        self.contains_at(id, properties, memberships, now, 0)
     }
 
     fn contains_at(
@@ -174,6 +176,7 @@ impl PreparedCohorts {
         id: i64,
         properties: &Map<String, Value>,
         memberships: Option<&BTreeSet<i64>>,
+        now: DateTime<Utc>,
         depth: usize,
     ) -> Result<bool, EvaluationError> {
         if depth > MAX_DEPTH {
@@ -192,7 +195,7 @@ impl PreparedCohorts {
                 ))),
             },
             Some(PreparedCohort::Dynamic { node, .. }) => {
-                self.node(node, properties, memberships, depth + 1)
+                self.node(node, properties, memberships, now, depth + 1)
             }
         }
     }
@@ -205,20 +208,21 @@ impl PreparedCohorts {
         node: &PreparedNode,
         properties: &Map<String, Value>,
         memberships: Option<&BTreeSet<i64>>,
+        now: DateTime<Utc>,
         depth: usize,
     ) -> Result<bool, EvaluationError> {
         match node {
             PreparedNode::Person { matcher, negated } => {
-                Ok(matcher.matches_in(properties) != *negated)
+                Ok(matcher.matches_in(properties, now) != *negated)
             }
             PreparedNode::Never => Ok(false),
             PreparedNode::Cohort { id, negated } => {
-                Ok(self.contains_at(*id, properties, memberships, depth)? != *negated)
+                Ok(self.contains_at(*id, properties, memberships, now, depth)? != *negated)
             }
             PreparedNode::Group { all, values } => {
                 let mut undecided = None;
                 for value in values {
-                    match self.node(value, properties, memberships, depth) {
+                    match self.node(value, properties, memberships, now, depth) {
                         Ok(matched) if matched != *all => return Ok(matched),
                         Ok(_) => {}
                         Err(error) => {

@@ -14,6 +14,7 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -42,6 +43,8 @@ pub struct Subject<'a> {
     /// Of [`PreparedFlags::stored_cohorts`], those the person is a stored member of; `None`
     /// when not read (a condition that needs one is then inconclusive).
     pub cohort_memberships: Option<&'a BTreeSet<i64>>,
+    /// The instant relative date conditions (`is_date_after: -7d`) are read at.
+    pub now: DateTime<Utc>,
 }
 
 /// One flag's answer.

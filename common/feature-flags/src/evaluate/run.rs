@@ -207,10 +207,10 @@ impl<'a> Run<'a> {
         for filter in &condition.filters {
             let matched = match filter {
                 PreparedFilter::Person(matcher) => {
-                    matcher.matches_in(self.subject.person_properties)
+                    matcher.matches_in(self.subject.person_properties, self.subject.now)
                 }
                 PreparedFilter::Group { index, matcher } => {
-                    matcher.matches_in(self.group_properties(*index))
+                    matcher.matches_in(self.group_properties(*index), self.subject.now)
                 }
                 PreparedFilter::Flag(dependency) => match self.dependency(dependency) {
                     Ok(matched) => matched,
@@ -254,6 +254,7 @@ impl<'a> Run<'a> {
             id,
             self.subject.person_properties,
             self.subject.cohort_memberships,
+            self.subject.now,
         )
     }
 

@@ -9,7 +9,12 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DateFilter {
     Absolute(DateTime<Utc>),
-    Relative { number: u32, unit: RelativeUnit },
+    /// A bare year: that year on the day the filter is matched (the SDK's reading).
+    Year(i32),
+    Relative {
+        number: u32,
+        unit: RelativeUnit,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,13 +38,17 @@ impl DateFilter {
             // The SDK refuses 10,000 units and more, then the ISO reading fails too.
             return (number < 10_000).then_some(Self::Relative { number, unit });
         }
-        parse_datetime(&text, Utc::now()).map(Self::Absolute)
+        if let Some(year) = bare_year(&text) {
+            return Some(Self::Year(year));
+        }
+        parse_dated(&text).map(Self::Absolute)
     }
 
     /// The instant this filter means at `now`.
     pub fn resolve(self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Self::Absolute(at) => Some(at),
+            Self::Year(year) => on_year(year, now),
             Self::Relative { number, unit } => match unit {
                 RelativeUnit::Hours => now.checked_sub_signed(Duration::hours(number.into())),
                 RelativeUnit::Days => now.checked_sub_signed(Duration::days(number.into())),
@@ -144,12 +153,28 @@ fn from_timestamp(seconds: f64) -> Option<DateTime<Utc>> {
 /// The SDK's `parse_datetime`: `Z` and ` UTC` mean +00:00, a bare year is that year on today's
 /// month and day, then Python 3.11's `datetime.fromisoformat`. Naive times are UTC.
 pub fn parse_datetime(value: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let text = value.trim();
-    if text.len() == 4 && text.bytes().all(|byte| byte.is_ascii_digit()) {
-        let year = text.parse::<i32>().ok()?;
-        let date = NaiveDate::from_ymd_opt(year, now.month(), now.day())?;
-        return Some(Utc.from_utc_datetime(&date.and_time(NaiveTime::MIN)));
+    match bare_year(value) {
+        Some(year) => on_year(year, now),
+        None => parse_dated(value),
     }
+}
+
+fn bare_year(value: &str) -> Option<i32> {
+    let text = value.trim();
+    (text.len() == 4 && text.bytes().all(|byte| byte.is_ascii_digit()))
+        .then(|| text.parse::<i32>().ok())
+        .flatten()
+}
+
+/// Midnight of `year` on `now`'s month and day (None on February 29 of a common year).
+fn on_year(year: i32, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let date = NaiveDate::from_ymd_opt(year, now.month(), now.day())?;
+    Some(Utc.from_utc_datetime(&date.and_time(NaiveTime::MIN)))
+}
+
+/// [`parse_datetime`] of a text that is not a bare year.
+fn parse_dated(value: &str) -> Option<DateTime<Utc>> {
+    let text = value.trim();
     let (text, utc_suffix) = if let Some(rest) = text.strip_suffix('Z') {
         (rest, true)
     } else if text.len() >= 4

@@ -16,7 +16,7 @@ mod tests;
 
 use std::borrow::Cow;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
 
@@ -196,12 +196,13 @@ impl PropertyMatcher {
     }
 
     /// Whether `properties` satisfy this condition.
-    pub fn matches_in(&self, properties: &Map<String, Value>) -> bool {
-        self.matches(properties.get(&self.key))
+    pub fn matches_in(&self, properties: &Map<String, Value>, now: DateTime<Utc>) -> bool {
+        self.matches(properties.get(&self.key), now)
     }
 
     /// Whether the property's value (None: the subject does not have it) satisfies this condition.
-    pub fn matches(&self, value: Option<&Value>) -> bool {
+    /// Relative dates (`-7d`) are read at `now`.
+    pub fn matches(&self, value: Option<&Value>, now: DateTime<Utc>) -> bool {
         let Some(value) = value else {
             return matches!(
                 self.test,
@@ -231,7 +232,6 @@ impl PropertyMatcher {
             Test::IsSet => true,
             Test::IsNotSet => false,
             Test::Date { comparison, filter } => {
-                let now = Utc::now();
                 let (Some(actual), Some(expected)) = (
                     dates::parse_property(value, now),
                     filter.and_then(|filter| filter.resolve(now)),
@@ -329,6 +329,10 @@ fn compile_regex(pattern: &str) -> Option<Regex> {
 
 /// Matches one filter against `properties` without keeping the compiled form (for callers
 /// that check a condition once; flags go through [`PropertyMatcher`] kept in `PreparedFlags`).
-pub fn match_property(filter: &PropertyFilter, properties: &Map<String, Value>) -> bool {
-    PropertyMatcher::new(filter).matches_in(properties)
+pub fn match_property(
+    filter: &PropertyFilter,
+    properties: &Map<String, Value>,
+    now: DateTime<Utc>,
+) -> bool {
+    PropertyMatcher::new(filter).matches_in(properties, now)
 }

@@ -18,7 +18,7 @@ fn with(value: Value) -> Map<String, Value> {
 
 fn check(operator: &str, filter_value: Value, property: Option<Value>) -> bool {
     let properties = property.map(with).unwrap_or_default();
-    match_property(&filter(operator, filter_value), &properties)
+    match_property(&filter(operator, filter_value), &properties, Utc::now())
 }
 
 /// PostHog's flags service (`match_property`, `partial_props = false`): only the negative
@@ -170,8 +170,9 @@ fn dates_exact_and_timestamps() {
 fn matcher_is_reusable_and_keyed() {
     let matcher = PropertyMatcher::new(&filter("icontains", json!("Corp")));
     assert_eq!(matcher.key(), "k");
-    assert!(matcher.matches(Some(&json!("ACME CORP"))));
-    assert!(!matcher.matches(Some(&json!("ACME"))));
-    assert!(!matcher.matches(None));
-    assert!(matcher.matches_in(&with(json!("corporate"))));
+    let now = Utc::now();
+    assert!(matcher.matches(Some(&json!("ACME CORP")), now));
+    assert!(!matcher.matches(Some(&json!("ACME")), now));
+    assert!(!matcher.matches(None, now));
+    assert!(matcher.matches_in(&with(json!("corporate")), now));
 }

@@ -201,6 +201,7 @@ async fn evaluate(
         group_types: &project.group_types,
         hash_key_overrides: overrides.as_ref(),
         cohort_memberships: memberships.as_ref(),
+        now: state.clock.now(),
     };
     Ok(project.flags.evaluate(&subject, body.flag_keys.as_deref()))
 }
