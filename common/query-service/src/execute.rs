@@ -139,10 +139,15 @@ pub async fn run(state: &AppState, request: Request<'_>) -> Result<Answer, Servi
         endpoint,
     } = request;
     if mode.is_async() {
-        runner::check(state, project, node).await?;
-        // `async` (not `force_async`) answers a fresh cached result at once.
+        // The node's one compilation here: it checks the node (a 400 now, not a failed job),
+        // and `async` (not `force_async`) answers a fresh cached result at once.
+        let cohorts = match mode.forced() {
+            true => runner::Cohorts::Definitions,
+            false => runner::Cohorts::Members,
+        };
+        let plan = runner::Plan::new(state, project, node, cohorts).await?;
         if !mode.forced()
-            && let Some(cached) = runner::cached(state, project, node).await
+            && let Some(cached) = runner::cached(state, plan.cache_key()).await
         {
             return Ok(Answer::Done(cached));
         }

@@ -5,7 +5,8 @@
 
 use common::ApiError;
 use engine::sql::Bindings;
-use serde_json::{Map, Value};
+use insights::nodes::{NodeError, QueryNode, SqlQuery, Structured, Variable};
+use serde_json::{Map, Value, json};
 
 /// A validated node ready for the engine: SQL text, or a structured node compiled at run time.
 #[derive(Debug, Clone, Default)]
@@ -14,8 +15,9 @@ pub struct SqlNode {
     pub text: String,
     pub name: Option<String>,
     pub bindings: Bindings,
-    /// An EventsQuery, TrendsQuery, FunnelsQuery or RetentionQuery (see `insights`).
-    pub structured: Option<Value>,
+    /// An EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery or ExperimentQuery (see
+    /// `insights`).
+    pub structured: Option<Structured>,
     /// HogQLFilters for `{filters}` (the node's, with `filters_override` laid over them).
     pub filters: Option<Value>,
     /// The experiment an `ExperimentQuery` is about, when the caller built it (a timeseries
@@ -37,22 +39,10 @@ pub struct Overrides<'a> {
     pub filters: Option<&'a Value>,
 }
 
-/// Field names a `SqlDialectQuery` / `HogQLQuery` node may carry.
-const SQL_NODE_FIELDS: &[&str] = &[
-    "kind",
-    "query",
-    "values",
-    "variables",
-    "filters",
-    "modifiers",
-    "name",
-    "explain",
-    "tags",
-    "version",
-    "response",
-    "connectionId",
-    "sendRawQuery",
-];
+/// A node that is not one this service runs, as the 400 on `query...` that answers it.
+pub fn node_error(error: NodeError) -> ApiError {
+    ApiError::field(error.attr_under("query"), error.code, error.detail)
+}
 
 impl SqlNode {
     /// SQL text with its bindings, as the service's own reads (schema, query log) run it.
@@ -64,175 +54,103 @@ impl SqlNode {
         }
     }
 
-    /// A `SqlDialectQuery` (alias `HogQLQuery`) or one of the structured kinds of `insights`,
-    /// already upgraded (see `insights::nodes::upgrade`), with the overrides applied. Errors name
-    /// the field under `query.`.
-    pub fn from_query(query: &Value, overrides: Overrides<'_>) -> Result<Self, ApiError> {
-        let Value::Object(node) = query else {
-            return Err(ApiError::field(
-                "query",
-                "invalid",
-                "query must be an object.",
-            ));
-        };
-        let kind = match node.get("kind") {
-            Some(Value::String(kind)) => kind.as_str(),
-            _ => {
-                return Err(ApiError::field(
-                    "query.kind",
-                    "required",
-                    "query.kind is required.",
-                ));
-            }
-        };
-        check_version(node)?;
-        if insights::KINDS.contains(&kind) {
-            return Ok(SqlNode {
-                text: query.to_string(),
-                name: overrides.name.map(str::to_owned),
-                bindings: Bindings::default(),
-                structured: Some(query.clone()),
-                filters: None,
-                experiment: None,
-                window: Default::default(),
-            });
-        }
-        if kind != "HogQLQuery" && kind != "SqlDialectQuery" {
-            return Err(ApiError::field(
-                "query.kind",
-                "invalid",
-                format!(
-                    "Query kind {kind} is not supported; use SqlDialectQuery (or HogQLQuery), {}.",
-                    insights::KINDS.join(", ")
-                ),
-            ));
-        }
-        if let Some(unknown) = node
-            .keys()
-            .find(|key| !SQL_NODE_FIELDS.contains(&key.as_str()))
-        {
-            return Err(ApiError::field(
-                format!("query.{unknown}"),
-                "invalid",
-                format!("Unknown field: {unknown}."),
-            ));
-        }
-        let text = match node.get("query") {
-            Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
-            Some(Value::String(_)) | None | Some(Value::Null) => {
-                return Err(ApiError::field(
-                    "query.query",
-                    "required",
-                    "query.query is required.",
-                ));
-            }
-            Some(_) => {
-                return Err(ApiError::field(
-                    "query.query",
-                    "invalid",
-                    "query.query must be a string.",
-                ));
-            }
-        };
-        let values = match node.get("values") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(values)) => values.clone(),
-            Some(_) => {
-                return Err(ApiError::field(
-                    "query.values",
-                    "invalid",
-                    "query.values must be an object.",
-                ));
-            }
-        };
-        let name = match (overrides.name, node.get("name")) {
-            (Some(name), _) => Some(name.to_owned()),
-            (None, Some(Value::String(name))) => Some(name.clone()),
-            (None, _) => None,
-        };
-        Ok(SqlNode {
-            text,
+    /// A structured node as the service runs it (its JSON is the log's text).
+    pub fn structured(node: Structured, name: Option<String>) -> Self {
+        Self {
+            text: node.as_value().to_string(),
             name,
+            structured: Some(node),
+            ..Default::default()
+        }
+    }
+
+    /// A node stored as JSON (an endpoint's version), already upgraded (see
+    /// `insights::nodes::upgrade`): read as a [`QueryNode`], then [`SqlNode::from_node`].
+    pub fn from_query(query: &Value, overrides: Overrides<'_>) -> Result<Self, ApiError> {
+        let node = QueryNode::from_value(query.clone()).map_err(node_error)?;
+        Self::from_node(node, overrides)
+    }
+
+    /// A request's node with the overrides applied. Errors name the field under `query.` (or
+    /// `filters_override`).
+    pub fn from_node(node: QueryNode, overrides: Overrides<'_>) -> Result<Self, ApiError> {
+        let sql = match node {
+            QueryNode::Sql(sql) => sql,
+            QueryNode::Events(node)
+            | QueryNode::Trends(node)
+            | QueryNode::Funnels(node)
+            | QueryNode::Retention(node)
+            | QueryNode::Experiment(node) => {
+                return Ok(Self::structured(node, overrides.name.map(str::to_owned)));
+            }
+        };
+        let SqlQuery {
+            query,
+            values,
+            mut variables,
+            filters,
+            name,
+            ..
+        } = sql;
+        if let Some(given) = overrides.variables {
+            for (id, variable) in given {
+                variables.insert(
+                    id.clone(),
+                    Variable::read(id, variable).map_err(node_error)?,
+                );
+            }
+        }
+        Ok(SqlNode {
+            text: query,
+            name: overrides.name.map(str::to_owned).or(name),
             bindings: Bindings {
                 values,
-                variables: variables(node, overrides.variables)?,
+                variables: variables
+                    .into_values()
+                    .map(|variable| (variable.code_name, variable.value))
+                    .collect(),
                 ..Default::default()
             },
             structured: None,
-            filters: Some(hogql_filters(node, overrides.filters)?),
+            filters: Some(hogql_filters(filters.as_ref(), overrides.filters)?),
             experiment: None,
             window: Default::default(),
         })
     }
-}
 
-/// The node's variables with the overrides laid over them, by code name.
-fn variables(
-    node: &Map<String, Value>,
-    overrides: Option<&Map<String, Value>>,
-) -> Result<Map<String, Value>, ApiError> {
-    let mut variables = match node.get("variables") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(variables)) => variables.clone(),
-        Some(_) => {
-            return Err(ApiError::field(
-                "query.variables",
-                "invalid",
-                "query.variables must be an object.",
-            ));
-        }
-    };
-    if let Some(overrides) = overrides {
-        for (id, value) in overrides {
-            variables.insert(id.clone(), value.clone());
+    /// The node's kind as the query log names it.
+    pub fn kind(&self) -> &str {
+        self.structured
+            .as_ref()
+            .map_or("HogQLQuery", Structured::kind)
+    }
+
+    /// What the node asks, in one canonical text (maps serialise with sorted keys): the
+    /// structured node, or the SQL text with its values, variables, filters and window. Part of
+    /// the cache key.
+    pub fn canonical(&self) -> String {
+        match &self.structured {
+            Some(structured) => structured.as_value().to_string(),
+            None => json!({
+                "query": self.text,
+                "values": self.bindings.values,
+                "variables": self.bindings.variables,
+                "filters": self.filters,
+                "window": format!("{:?}", self.window),
+            })
+            .to_string(),
         }
     }
-    let mut by_code_name = Map::new();
-    for (id, variable) in &variables {
-        let Value::Object(variable) = variable else {
-            return Err(ApiError::field(
-                format!("query.variables.{id}"),
-                "invalid",
-                "A variable is an object with code_name and value.",
-            ));
-        };
-        let Some(Value::String(code_name)) = variable.get("code_name") else {
-            return Err(ApiError::field(
-                format!("query.variables.{id}.code_name"),
-                "required",
-                "code_name is required.",
-            ));
-        };
-        let value = if variable.get("isNull") == Some(&Value::Bool(true)) {
-            Value::Null
-        } else {
-            variable.get("value").cloned().unwrap_or(Value::Null)
-        };
-        by_code_name.insert(code_name.clone(), value);
-    }
-    Ok(by_code_name)
 }
 
-fn hogql_filters(node: &Map<String, Value>, overrides: Option<&Value>) -> Result<Value, ApiError> {
-    insights::hogql_filters::merge(node.get("filters"), overrides).map_err(|invalid| {
+fn hogql_filters(node: Option<&Value>, overrides: Option<&Value>) -> Result<Value, ApiError> {
+    insights::hogql_filters::merge(node, overrides).map_err(|invalid| {
         let attr = match invalid.attr.starts_with("filters_override") {
             true => invalid.attr,
             false => format!("query.{}", invalid.attr),
         };
         ApiError::field(attr, "invalid_input", invalid.detail)
     })
-}
-
-fn check_version(node: &Map<String, Value>) -> Result<(), ApiError> {
-    match node.get("version") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => Ok(()),
-        Some(_) => Err(ApiError::field(
-            "query.version",
-            "invalid",
-            "version must be a positive integer.",
-        )),
-    }
 }
 
 #[cfg(test)]
@@ -268,7 +186,7 @@ mod tests {
     fn structured_kinds_are_kept_whole_and_bad_nodes_name_their_field() {
         let trends = json!({"kind": "TrendsQuery", "series": []});
         let node = SqlNode::from_query(&trends, Overrides::default()).unwrap();
-        assert_eq!(node.structured, Some(trends));
+        assert_eq!(node.structured.map(|s| s.as_value().clone()), Some(trends));
         for (query, attr) in [
             (json!("select 1"), "query"),
             (json!({"query": "select 1"}), "query.kind"),

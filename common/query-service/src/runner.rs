@@ -1,16 +1,18 @@
-//! One execution of a SQL node for a project: prepare, serve from cache when fresh, else run
-//! under the configured limits; every execution leaves a query log record.
+//! One execution of a SQL node for a project: compile and prepare it once ([`Plan`]), serve from
+//! the cache when fresh (the key needs no engine session), else open the sessions and run under
+//! the configured limits; every execution leaves a query log record.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{Duration, Utc};
+use chrono::{DateTime, Duration, Utc};
 use common::AppState;
 use common::models::Project;
 use engine::sql::query_log::{self, QueryLogRecord};
 use engine::sql::{self, Limits, Output, QueryError};
 use insights::experiments::ExperimentSpec;
+use insights::nodes::Structured;
 use serde_json::{Value, json};
 
 use crate::errors::log_exception;
@@ -52,7 +54,7 @@ pub async fn run_watched(
     progress: &sql::Progress,
 ) -> Result<Value, QueryError> {
     let clock = Instant::now();
-    let mut record = log_record(&run, Utc::now());
+    let mut record = log_record(&run, run.state.clock.now());
     let outcome = execute(&run, cancelled, progress, &mut record).await;
     record.query_duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
     if let Err((error, before_start)) = &outcome {
@@ -72,19 +74,13 @@ pub async fn run_watched(
 
 /// The query log record of `run`, started at `started_at`, as a successful one until told
 /// otherwise.
-fn log_record(run: &Run<'_>, started_at: chrono::DateTime<Utc>) -> QueryLogRecord {
+fn log_record(run: &Run<'_>, started_at: DateTime<Utc>) -> QueryLogRecord {
     QueryLogRecord {
         query_id: run.query_id.to_owned(),
         team_id: run.project.id,
         endpoint: run.endpoint.to_owned(),
         query: run.node.text.clone(),
-        kind: run
-            .node
-            .structured
-            .as_ref()
-            .and_then(|node| node["kind"].as_str())
-            .unwrap_or("HogQLQuery")
-            .into(),
+        kind: run.node.kind().into(),
         name: run.node.name.clone(),
         query_start_time: started_at,
         query_duration_ms: 0.0,
@@ -106,10 +102,12 @@ fn log_record(run: &Run<'_>, started_at: chrono::DateTime<Utc>) -> QueryLogRecor
 
 /// Logs an answer `run` got without executing its query (a materialized endpoint result read at
 /// `started_at`), so the query log holds every run.
-pub async fn log_served(run: &Run<'_>, output: &Output, started_at: chrono::DateTime<Utc>) {
+pub async fn log_served(run: &Run<'_>, output: &Output, started_at: DateTime<Utc>) {
     let mut record = log_record(run, started_at);
-    record.query_duration_ms =
-        (Utc::now() - started_at).num_microseconds().unwrap_or(0) as f64 / 1000.0;
+    record.query_duration_ms = (run.state.clock.now() - started_at)
+        .num_microseconds()
+        .unwrap_or(0) as f64
+        / 1000.0;
     record.read_rows = output.read_rows;
     record.read_bytes = output.read_bytes;
     record.result_rows = output.results.len() as u64;
@@ -119,81 +117,104 @@ pub async fn log_served(run: &Run<'_>, output: &Output, started_at: chrono::Date
     }
 }
 
-/// What a run needs before executing: its prepared queries (one for SQL, one or more for a
-/// structured node), a session for each, and the cache key when the result may be cached.
-struct Planned {
+/// A node compiled for a project, once: its dialect queries prepared (parsed and rewritten; no
+/// engine session yet), how a structured node assembles their answers, and what its cache key is
+/// made of. An async request plans its node to check it and find a cached answer; the job that
+/// runs it plans it once more, at its own "now".
+pub struct Plan {
     queries: Vec<sql::Prepared>,
-    sessions: Vec<sql::Session>,
     compiled: Option<insights::Compiled>,
-    cache_key: Option<String>,
+    /// `None` when the result is not cached (a query reads persons or the log, which change
+    /// without a version).
+    key: Option<cache::Key>,
 }
 
-async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Planned, QueryError> {
-    let experiment = experiments::spec_for(state, project, node).await?;
-    let mut ctx = context(state, project, experiment.clone(), Arc::default());
-    let cohorts = cohorts::for_node(state, project, node, Some(ctx.now)).await?;
-    ctx.cohorts = cohorts.clone();
-    let (compiled, queries) = match &node.structured {
-        Some(structured) => {
-            let (compiled, queries) = compile_with(&ctx, structured)?;
-            (Some(compiled), queries)
-        }
-        None => (
-            None,
-            vec![sql::prepare_window(
-                &node.text,
-                &bindings(project, node, cohorts.clone())?,
-                node.window,
-            )?],
-        ),
-    };
-    let limits = limits(state);
-    let mut sessions = Vec::with_capacity(queries.len());
-    for query in &queries {
-        sessions
-            .push(sql::open_session(state, project.id, &project.timezone, query, &limits).await?);
+/// What of the cohorts a node names a [`Plan`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cohorts {
+    /// Definitions only: enough to know the node compiles (a node checked before it is queued).
+    Definitions,
+    /// Dynamic cohorts resolved to their members now, as a run (and its cache key) needs them.
+    Members,
+}
+
+impl Plan {
+    /// Compiles `node` for `project` (the one compilation of a request or of a job run).
+    pub async fn new(
+        state: &AppState,
+        project: &Project,
+        node: &SqlNode,
+        cohorts: Cohorts,
+    ) -> Result<Self, QueryError> {
+        let experiment = experiments::spec_for(state, project, node).await?;
+        let mut ctx = context(state, project, experiment.clone(), Arc::default());
+        let resolve_at = (cohorts == Cohorts::Members).then_some(ctx.now);
+        let cohorts = cohorts::for_node(state, project, node, resolve_at).await?;
+        ctx.cohorts = cohorts.clone();
+        let (compiled, queries) = match &node.structured {
+            Some(structured) => {
+                let (compiled, queries) = compile_with(&ctx, structured)?;
+                (Some(compiled), queries)
+            }
+            None => (
+                None,
+                vec![sql::prepare_window(
+                    &node.text,
+                    &bindings(&ctx, node)?,
+                    node.window,
+                )?],
+            ),
+        };
+        // The events table's version is in the key, so a cached result is never stale; queries
+        // over persons or the log (which change without a version) are not cached. An
+        // experiment's settings that shape the answer but not the SQL (stats_config, ...) are in
+        // it too, and the versions of the cohorts its filters name.
+        let cacheable = queries
+            .iter()
+            .all(|query| query.tables.iter().all(|t| t == "events"));
+        let key = cacheable.then(|| {
+            let mut extra = experiment
+                .as_deref()
+                .map(experiments::digest)
+                .unwrap_or_default();
+            if !cohorts.is_empty() {
+                extra.push_str(";cohorts=");
+                extra.push_str(&cohorts::digest(&cohorts));
+            }
+            cache::Key {
+                team_id: project.id,
+                timezone: project.timezone.clone(),
+                node: node.canonical(),
+                sql: joined(&queries, |query| &query.sql),
+                extra,
+                now: ctx.now,
+                reads_events: queries
+                    .iter()
+                    .any(|query| query.tables.iter().any(|t| t == "events")),
+            }
+        });
+        Ok(Plan {
+            queries,
+            compiled,
+            key,
+        })
     }
-    // The events table's version is in the key, so a cached result is never stale; queries over
-    // persons or the log (which change without a version) are not cached. An experiment's
-    // settings that shape the answer but not the SQL (stats_config, ...) are in it too, and
-    // the versions of the cohorts its filters name.
-    let cacheable = queries
-        .iter()
-        .all(|query| query.tables.iter().all(|t| t == "events"));
-    let cache_key = cacheable.then(|| {
-        let mut extra = experiment
-            .as_deref()
-            .map(experiments::digest)
-            .unwrap_or_default();
-        if !cohorts.is_empty() {
-            extra.push_str(";cohorts=");
-            extra.push_str(&cohorts::digest(&cohorts));
-        }
-        cache::key(
-            project.id,
-            &project.timezone,
-            &joined(&queries, |query| &query.sql),
-            sessions.first().and_then(|s| s.events_version),
-            &extra,
-        )
-    });
-    Ok(Planned {
-        queries,
-        sessions,
-        compiled,
-        cache_key,
-    })
+
+    /// What the cache key is made of; `None` when the result is not cached.
+    pub(crate) fn cache_key(&self) -> Option<&cache::Key> {
+        self.key.as_ref()
+    }
 }
 
 fn joined(queries: &[sql::Prepared], text: impl Fn(&sql::Prepared) -> &str) -> String {
     queries.iter().map(text).collect::<Vec<_>>().join(";\n")
 }
 
-/// The cached result of this node, when a fresh one exists (`refresh: async` answers it at
-/// once instead of queueing).
-pub async fn cached(state: &AppState, project: &Project, node: &SqlNode) -> Option<Value> {
-    let planned = plan(state, project, node).await.ok()?;
-    load_cached(state, project.id, planned.cache_key.as_deref()?).await
+/// The cached result of `plan`, when a fresh one exists (`refresh: async` answers it at once
+/// instead of queueing).
+pub(crate) async fn cached(state: &AppState, plan: Option<&cache::Key>) -> Option<Value> {
+    let key = plan?.current(state).await.ok()?;
+    load_cached(state, plan?.team_id, &key).await
 }
 
 async fn load_cached(state: &AppState, team_id: i64, key: &str) -> Option<Value> {
@@ -203,8 +224,9 @@ async fn load_cached(state: &AppState, team_id: i64, key: &str) -> Option<Value>
     Some(cached)
 }
 
-/// Runs the planned queries in turn (they share the time limit), then shapes the response: the
-/// SQL answer, or the structured node's assembly of its tables.
+/// Plans the node, answers a fresh cached result when there is one, else opens a session per
+/// query, runs them in turn (they share the time limit), then shapes the response: the SQL
+/// answer, or the structured node's assembly of its tables.
 async fn execute(
     run: &Run<'_>,
     cancelled: impl Future<Output = ()>,
@@ -212,10 +234,14 @@ async fn execute(
     record: &mut QueryLogRecord,
 ) -> Result<Value, (QueryError, bool)> {
     let started = Instant::now();
-    let planned = plan(run.state, run.project, run.node)
+    let planned = Plan::new(run.state, run.project, run.node, Cohorts::Members)
         .await
         .map_err(|e| (e, true))?;
-    if let Some(key) = &planned.cache_key
+    let key = match &planned.key {
+        Some(key) => Some(key.current(run.state).await.map_err(|e| (e, true))?),
+        None => None,
+    };
+    if let Some(key) = &key
         && !run.force
         && let Some(cached) = load_cached(run.state, run.project.id, key).await
     {
@@ -223,9 +249,29 @@ async fn execute(
         return Ok(cached);
     }
     let limits = limits(run.state);
+    let mut sessions = Vec::with_capacity(planned.queries.len());
+    for query in &planned.queries {
+        let session = sql::open_session(
+            run.state,
+            run.project.id,
+            &run.project.timezone,
+            query,
+            &limits,
+        )
+        .await
+        .map_err(|e| (e, true))?;
+        sessions.push(session);
+    }
+    // Keyed by the version the session read (a commit may have landed since the key was made).
+    let key = match (&planned.key, sessions.first()) {
+        (Some(parts), Some(session)) if parts.reads_events => {
+            Some(parts.at(session.events_version))
+        }
+        _ => key,
+    };
     tokio::pin!(cancelled);
     let mut outputs = Vec::with_capacity(planned.queries.len());
-    for (query, session) in planned.queries.iter().zip(&planned.sessions) {
+    for (query, session) in planned.queries.iter().zip(&sessions) {
         let left = limits.timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
             return Err((QueryError::Timeout, false));
@@ -244,7 +290,7 @@ async fn execute(
         record.memory_usage = record.memory_usage.max(output.memory_usage);
         outputs.push(output);
     }
-    let cache_key = planned.cache_key.as_deref();
+    let cache_key = key.as_deref();
     let response = match planned.compiled {
         None => match (planned.queries.first(), outputs.pop()) {
             (Some(query), Some(output)) => response(run, query, output, cache_key),
@@ -264,18 +310,12 @@ async fn execute(
     Ok(response)
 }
 
-/// Checks a node before it is queued, so a bad one is a 400 now rather than a failed job later
-/// (an `ExperimentQuery`'s experiment is read for it).
+/// Checks a node (it compiles, its queries prepare), so a bad one is a 400 now rather than a
+/// failed run later (an `ExperimentQuery`'s experiment is read for it).
 pub async fn check(state: &AppState, project: &Project, node: &SqlNode) -> Result<(), QueryError> {
-    // Definitions are enough to know the node compiles; members are resolved when it runs.
-    let cohorts = cohorts::for_node(state, project, node, None).await?;
-    match &node.structured {
-        Some(structured) => {
-            let experiment = experiments::spec_for(state, project, node).await?;
-            compile_with(&context(state, project, experiment, cohorts), structured).map(|_| ())
-        }
-        None => sql::prepare(&node.text, &bindings(project, node, cohorts)?).map(|_| ()),
-    }
+    Plan::new(state, project, node, Cohorts::Definitions)
+        .await
+        .map(drop)
 }
 
 /// The columns a SQL node answers (names and ClickHouse types), found by planning it.
@@ -284,9 +324,8 @@ pub async fn columns(
     project: &Project,
     node: &SqlNode,
 ) -> Result<Vec<(String, String)>, QueryError> {
-    let cohorts = cohorts::for_node(state, project, node, None).await?;
-    let prepared =
-        sql::prepare_window(&node.text, &bindings(project, node, cohorts)?, node.window)?;
+    let ctx = with_cohorts(state, project, node).await?;
+    let prepared = sql::prepare_window(&node.text, &bindings(&ctx, node)?, node.window)?;
     let session = sql::open_session(
         state,
         project.id,
@@ -306,8 +345,8 @@ pub async fn materialization_plan(
     node: &SqlNode,
     variable: Option<&str>,
 ) -> Result<sql::materialize::Plan, QueryError> {
-    let cohorts = cohorts::for_node(state, project, node, None).await?;
-    sql::materialize::plan(&node.text, &bindings(project, node, cohorts)?, variable)
+    let ctx = with_cohorts(state, project, node).await?;
+    sql::materialize::plan(&node.text, &bindings(&ctx, node)?, variable)
 }
 
 /// Runs a materialization plan under the configured limits: the whole result, in Arrow.
@@ -328,31 +367,44 @@ pub async fn collect(
     session.collect(&plan.prepared, &limits).await
 }
 
-/// What compiling in this project's terms needs: its time zone, "now" for this request, the
-/// experiment of an `ExperimentQuery` and the cohorts its filters name.
+/// The plain context of `project` with the definitions of the cohorts `node` names.
+async fn with_cohorts(
+    state: &AppState,
+    project: &Project,
+    node: &SqlNode,
+) -> Result<insights::Context, QueryError> {
+    let mut ctx = plain_context(project, state.clock.now());
+    ctx.cohorts = cohorts::for_node(state, project, node, None).await?;
+    Ok(ctx)
+}
+
+/// What compiling in this project's terms needs: its time zone, "now" for this request (from
+/// the state's clock), the experiment of an `ExperimentQuery` and the cohorts its filters name.
 ///
-/// An experiment's open end is "now" rounded up to the next minute (from the state's clock):
-/// results still include every event so far, yet requests within a minute make the same SQL
-/// and share a cached answer (new events change the events version in the key anyway).
+/// An experiment's open end is "now" rounded up to the next minute: results still include every
+/// event so far, yet requests within a minute make the same SQL and share a cached answer (new
+/// events change the events version in the key anyway).
 fn context(
     state: &AppState,
     project: &Project,
     experiment: Option<Arc<ExperimentSpec>>,
     cohorts: Arc<insights::cohorts::Cohorts>,
 ) -> insights::Context {
-    let mut ctx = plain_context(project);
+    let now = state.clock.now();
+    let mut ctx = plain_context(project, now);
     if experiment.is_some() {
-        ctx.now = experiments::minute_ceiling(state.clock.now());
+        ctx.now = experiments::minute_ceiling(now);
     }
     ctx.experiment = experiment;
     ctx.cohorts = cohorts;
     ctx
 }
 
-pub(crate) fn plain_context(project: &Project) -> insights::Context {
+/// Compiling in `project`'s terms at `now`, with no experiment and no cohorts.
+pub(crate) fn plain_context(project: &Project, now: DateTime<Utc>) -> insights::Context {
     insights::Context {
         timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
-        now: Utc::now(),
+        now,
         week_start_day: project.week_start_day.unwrap_or(0),
         check_expression: sql::check_expression,
         experiment: None,
@@ -367,18 +419,13 @@ fn invalid(invalid: insights::Invalid) -> QueryError {
     }
 }
 
-/// The SQL node's bindings, with `{filters}` compiled for this project.
-fn bindings(
-    project: &Project,
-    node: &SqlNode,
-    cohorts: Arc<insights::cohorts::Cohorts>,
-) -> Result<sql::Bindings, QueryError> {
+/// The SQL node's bindings, with `{filters}` compiled in `ctx` (the project's, with the cohorts
+/// the node names).
+fn bindings(ctx: &insights::Context, node: &SqlNode) -> Result<sql::Bindings, QueryError> {
     let mut bindings = node.bindings.clone();
-    let mut ctx = plain_context(project);
-    ctx.cohorts = cohorts;
     if let Some(filters) = &node.filters {
         bindings.filters =
-            Some(insights::hogql_filters::expression(filters, &ctx).map_err(invalid)?);
+            Some(insights::hogql_filters::expression(filters, ctx).map_err(invalid)?);
     }
     // `IN COHORT` in the text: each cohort's membership, over the engine's subject column. One
     // that is not found is left out, for the engine's 400 naming it.
@@ -386,30 +433,19 @@ fn bindings(
         let Some(id) = cohorts::resolve(&ctx.cohorts, &reference) else {
             continue;
         };
-        let condition = insights::cohorts::membership(id, sql::COHORT_SUBJECT, &ctx, "query")
+        let condition = insights::cohorts::membership(id, sql::COHORT_SUBJECT, ctx, "query")
             .map_err(invalid)?;
         bindings.cohorts.insert(reference.key(), condition);
     }
     Ok(bindings)
 }
 
-/// Compiles a structured node for this project into its dialect queries, each prepared (an
-/// `ExperimentQuery` needs `experiment`: see [`experiments::spec_for`]).
-pub fn compile_structured(
-    project: &Project,
-    node: &Value,
-    experiment: Option<Arc<ExperimentSpec>>,
-) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
-    let mut ctx = plain_context(project);
-    ctx.experiment = experiment;
-    compile_with(&ctx, node)
-}
-
+/// Compiles a structured node in `ctx` into its dialect queries, each prepared.
 fn compile_with(
     ctx: &insights::Context,
-    node: &Value,
+    node: &Structured,
 ) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
-    let compiled = insights::compile(node, ctx).map_err(invalid)?;
+    let compiled = node.compile(ctx).map_err(invalid)?;
     let prepared = compiled
         .queries
         .iter()
@@ -505,9 +541,9 @@ fn common_fields(
     timings: &[(String, f64)],
     cache_key: Option<&str>,
 ) -> Value {
-    let now = Utc::now();
+    let now = run.state.clock.now();
     json!({
-        "query": run.node.structured.clone().unwrap_or_else(|| Value::String(run.node.text.clone())),
+        "query": run.node.structured.as_ref().map_or_else(|| Value::String(run.node.text.clone()), |node| node.as_value().clone()),
         "hogql": hogql,
         "clickhouse": sql,
         "timings": timings.iter().map(|(k, t)| json!({"k": k, "t": t})).collect::<Vec<_>>(),

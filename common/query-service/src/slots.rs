@@ -53,7 +53,7 @@ async fn free(state: &AppState, pk: &str, sk: &str) {
 /// A free slot among the project's, or None when all are taken.
 pub async fn acquire(state: &AppState, team_id: i64) -> Result<Option<Slot>, StoreError> {
     let pk = common::models::Project::pk(team_id);
-    let expires_at = chrono::Utc::now().timestamp()
+    let expires_at = state.clock.now().timestamp()
         + state.config.query.timeout.as_secs() as i64
         + MARGIN_SECONDS;
     for index in 0..state.config.query.concurrency.max(1) {

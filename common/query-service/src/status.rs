@@ -11,6 +11,8 @@ use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use insights::nodes::Structured;
+
 use crate::{Caller, SqlNode};
 
 /// How long a finished status stays readable.
@@ -53,7 +55,7 @@ pub struct Job {
     pub api_key_label: Option<String>,
     pub api_key_mask: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
+    pub structured: Option<Structured>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Value>,
 }

@@ -13,7 +13,7 @@ use query_service::runner::{self, Run};
 use query_service::{Answer, Caller, QueryStatus, Request, SqlNode, api_error};
 
 use crate::draft;
-use crate::request::QueryRequest;
+use crate::request::{Body, QueryRequest, upgraded_query};
 
 const QUERY_READ: Scope = Scope::read("query");
 
@@ -21,47 +21,15 @@ async fn project(state: &AppState, auth: &Authenticated, raw_id: &str) -> ApiRes
     auth.project(state.store.as_ref(), raw_id, QUERY_READ).await
 }
 
-/// The body's `query` node, migrated to the latest versions.
-fn upgraded_query(query: Option<Value>) -> ApiResult<Value> {
-    match query {
-        Some(query @ Value::Object(_)) => insights::nodes::upgrade(query).map_err(|error| {
-            let attr = error
-                .attr()
-                .map_or("query".into(), |a| format!("query.{a}"));
-            ApiError::field(attr, "invalid", error.to_string())
-        }),
-        Some(_) => Err(ApiError::field(
-            "query",
-            "invalid",
-            "query must be an object.",
-        )),
-        None => Err(ApiError::required("query")),
-    }
-}
-
-/// Migrations first (old nodes are accepted), then PostHog's QueryRequest shape.
-fn parse_request(body: Value) -> ApiResult<QueryRequest> {
-    let Value::Object(mut body) = body else {
-        return Err(ApiError::bad_request(
-            "invalid_input",
-            "Invalid data. Expected a dictionary.",
-        ));
-    };
-    let query = upgraded_query(body.remove("query"))?;
-    body.insert("query".into(), query);
-    let bytes = serde_json::to_vec(&Value::Object(body)).map_err(ApiError::internal)?;
-    common::http::parse_json(&bytes)
-}
-
 /// `POST /api/projects/:id/query/`
 pub async fn create(
     State(state): State<AppState>,
     auth: Authenticated,
     Path(project_id): Path<String>,
-    Json(body): Json<Value>,
+    Json(body): Json<Body>,
 ) -> ApiResult<Response> {
     let project = project(&state, &auth, &project_id).await?;
-    let request = parse_request(body)?;
+    let request = QueryRequest::from_body(body)?;
     execute(&state, &auth, &project, request).await
 }
 
@@ -70,7 +38,7 @@ pub async fn create_with_kind(
     State(state): State<AppState>,
     auth: Authenticated,
     Path((project_id, kind)): Path<(String, String)>,
-    Json(body): Json<Value>,
+    Json(body): Json<Body>,
 ) -> ApiResult<Response> {
     let project = project(&state, &auth, &project_id).await?;
     let valid_kind = kind.chars().next().is_some_and(|c| c.is_ascii_uppercase())
@@ -78,7 +46,12 @@ pub async fn create_with_kind(
     if !valid_kind {
         return Err(ApiError::method_not_allowed("POST"));
     }
-    let body_kind = body["query"]["kind"].as_str().unwrap_or("").to_owned();
+    let body_kind = body
+        .query
+        .as_ref()
+        .and_then(|query| query["kind"].as_str())
+        .unwrap_or("")
+        .to_owned();
     if body_kind != kind {
         return Err(ApiError::bad_request(
             "invalid_input",
@@ -87,7 +60,7 @@ pub async fn create_with_kind(
             ),
         ));
     }
-    let request = parse_request(body)?;
+    let request = QueryRequest::from_body(body)?;
     execute(&state, &auth, &project, request).await
 }
 
@@ -97,13 +70,12 @@ async fn execute(
     project: &Project,
     request: QueryRequest,
 ) -> ApiResult<Response> {
-    request.validate()?;
-    let mode = request.mode()?;
-    let node = request.sql_node()?;
+    let mode = request.mode;
     let query_id = request
         .client_query_id
         .clone()
         .unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string());
+    let node = request.sql_node()?;
     let caller = Caller::of(auth);
     let answer = query_service::run(
         state,

@@ -5,7 +5,7 @@
 pub mod event;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use common::AppState;
@@ -44,16 +44,14 @@ pub async fn function_handler(
     state: &AppState,
     event: LambdaEvent<WorkerEvent>,
 ) -> Result<WorkerResponse, JobError> {
-    let deadline = deadline_of(event.context.deadline);
+    let deadline = deadline_of(event.context.deadline, state.clock.now().timestamp_millis());
     handle(state, event.payload, Some(deadline)).await
 }
 
-/// `deadline_ms` is wall-clock milliseconds since the epoch, as Lambda gives it.
-fn deadline_of(deadline_ms: u64) -> Instant {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|since| since.as_millis() as u64)
-        .unwrap_or(0);
+/// `deadline_ms` is wall-clock milliseconds since the epoch, as Lambda gives it; `now_ms` the
+/// same from the state's clock.
+fn deadline_of(deadline_ms: u64, now_ms: i64) -> Instant {
+    let now_ms = u64::try_from(now_ms).unwrap_or(0);
     Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
 }
 

@@ -40,10 +40,8 @@ pub async fn for_node(
     resolve_at: Option<DateTime<Utc>>,
 ) -> Result<Arc<Cohorts>, QueryError> {
     let mut ids: BTreeSet<i64> = BTreeSet::new();
-    for part in [node.structured.as_ref(), node.filters.as_ref()]
-        .into_iter()
-        .flatten()
-    {
+    let structured = node.structured.as_ref().map(|node| node.as_value());
+    for part in [structured, node.filters.as_ref()].into_iter().flatten() {
         ids.extend(insights::cohorts::referenced(part));
     }
     if node.structured.is_none() {
@@ -130,8 +128,7 @@ pub async fn members_of(
     now: DateTime<Utc>,
     cap: Option<usize>,
 ) -> Result<Option<BTreeSet<Uuid>>, QueryError> {
-    let mut ctx = runner::plain_context(project);
-    ctx.now = now;
+    let mut ctx = runner::plain_context(project, now);
     ctx.cohorts = Arc::new(cohorts.clone());
     let condition =
         insights::cohorts::membership(id, "id", &ctx, "filters").map_err(|invalid| {
@@ -229,7 +226,6 @@ pub fn digest(cohorts: &Cohorts) -> String {
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
     use cohort_core::Cohort;
     use common::activity::Actor;
     use common::testing::TestState;
@@ -249,7 +245,7 @@ mod tests {
             1,
             cohort,
             &Actor::system(),
-            Utc::now(),
+            state.clock.now(),
             |_| Ok(vec![]),
         )
         .await

@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn a_run_is_due_at_its_time_and_a_stuck_one_after_a_while() {
-        let now = Utc::now();
+        let now: DateTime<Utc> = "2026-11-28T10:00:00Z".parse().expect("an instant");
         let mut item = Materialization {
             endpoint_id: Uuid::nil(),
             endpoint_name: "e".into(),

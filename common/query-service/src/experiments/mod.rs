@@ -13,6 +13,7 @@ use common::models::Project;
 use engine::sql::QueryError;
 use experiment_core::spec::spec_of;
 use insights::experiments::ExperimentSpec;
+use insights::nodes::Structured;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -47,13 +48,13 @@ pub async fn spec_for(
     let Some(structured) = &node.structured else {
         return Ok(None);
     };
-    if structured.get("kind").and_then(Value::as_str) != Some(KIND) {
+    if structured.kind() != KIND {
         return Ok(None);
     }
     if let Some(spec) = &node.experiment {
         return Ok(Some(spec.clone()));
     }
-    let id = NodeRef::deserialize(structured)
+    let id = NodeRef::deserialize(structured.as_value())
         .map_err(|_| invalid("experiment_id must be an integer."))?
         .experiment_id
         .ok_or_else(|| invalid("experiment_id is required."))?;
@@ -112,11 +113,13 @@ pub async fn run_as_of(
     query_id: &str,
 ) -> Result<Value, QueryError> {
     let structured = json!({"kind": KIND, "experiment_id": spec.id, "metric": metric});
+    let structured = Structured::try_from(structured).map_err(|error| QueryError::Invalid {
+        attr: error.attr.unwrap_or_default(),
+        detail: error.detail,
+    })?;
     let node = SqlNode {
-        text: structured.to_string(),
-        structured: Some(structured),
         experiment: Some(Arc::new(spec)),
-        ..Default::default()
+        ..SqlNode::structured(structured, None)
     };
     let slot = slots::wait(state, project.id).await;
     let outcome = runner::run(
