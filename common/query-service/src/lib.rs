@@ -1,16 +1,17 @@
 //! The query service: what the query, endpoints, experiments and surveys families and the worker
 //! call to run a query node for a project. One pipeline, walked once per request: the node
-//! ([`SqlNode`], structured kinds compiled by `insights`) is prepared by the engine, served from
-//! the cache when fresh, else run under the project's slot bound and the configured limits, logged
-//! (`query_log`), and shaped as PostHog answers it. Async runs are jobs ([`jobs`]) with their
-//! status in the Store ([`QueryStatus`]), so any instance answers a poll or a cancel.
+//! ([`SqlNode`], from a typed `insights::nodes::QueryNode`) is compiled and prepared once
+//! ([`runner::Plan`]), served from the cache when fresh (the key needs no engine session), else
+//! run under the project's slot bound and the configured limits, logged (`query_log`), and
+//! shaped as PostHog answers it. Async runs are jobs ([`jobs`]) with their status in the Store
+//! ([`QueryStatus`]), so any instance answers a poll or a cancel.
 //!
 //! - [`run`]: a request in any execution [`Mode`], answered now or queued;
 //! - [`runner::run`]: one execution, no slot, no queue (the worker, the service's own reads);
 //! - [`jobs::enqueue`] / [`jobs::run_job`]: an async run, queued and picked up;
 //! - [`api_error`]: an engine error as PostHog answers it;
-//! - [`experiments`]: `ExperimentQuery`'s experiment from the Store, one day's run, and the
-//!   `experiment_timeseries` job;
+//! - [`experiments`]: `ExperimentQuery`'s experiment from the Store, one day's run, the
+//!   `experiment_timeseries` job, and whether an experiment's flag still needs implementing;
 //! - [`cohorts`]: the cohorts a node's filters name, from the Store, and the
 //!   `cohort_calculation` job;
 //! - [`surveys`]: a survey's stats, per-question stats, responses count and responses list.

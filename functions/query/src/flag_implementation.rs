@@ -1,45 +1,16 @@
-//! `GET /api/projects/:id/experiments/requires_flag_implementation`: whether the events an
-//! experiment would measure carry no `$feature/<flag>` property yet, i.e. the flag still needs
-//! implementing in the product (PostHog's warning). It reads the event lake, so it lives in the
-//! query family, not in the experiments one (which links no engine).
-//!
-//! PostHog's legacy insight-filter parameters: `events` (a JSON list of `{id: <event name>}`),
-//! `actions` (not kept by this service: a 400), `limit` (property sets sampled per event,
-//! default 20); the window is forced to the last 7 days.
+//! `GET /api/projects/:id/experiments/requires_flag_implementation`: the HTTP side of
+//! `query_service::experiments::flag_implementation`. The route is served here, not by the
+//! experiments function, because answering it reads the event lake (the experiments function
+//! links no engine).
 
 use axum::extract::{Path, Query, State};
-use chrono::Duration;
 use common::models::Scope;
-use common::{ApiError, ApiResult, AppState, Authenticated};
-use engine::sql::Bindings;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
-
-use query_service::runner::{self, Run};
-use query_service::{Caller, SqlNode, api_error};
+use common::{ApiResult, AppState, Authenticated};
+use query_service::Caller;
+use query_service::experiments::flag_implementation::{self, Params};
+use serde_json::{Value, json};
 
 const EXPERIMENT_READ: Scope = Scope::read("experiment");
-const DEFAULT_LIMIT: u64 = 20;
-const MAX_LIMIT: u64 = 1_000;
-const MAX_EVENTS: usize = 50;
-const FEATURE_PREFIX: &str = "$feature/";
-
-#[derive(Debug, Deserialize)]
-pub struct Params {
-    #[serde(default)]
-    events: Option<String>,
-    #[serde(default)]
-    actions: Option<String>,
-    #[serde(default)]
-    limit: Option<String>,
-}
-
-/// One entity of the legacy filter (its other fields, `type`, `order`, `name`, ... are not read).
-#[derive(Debug, Deserialize)]
-struct Entity {
-    #[serde(default)]
-    id: Option<Value>,
-}
 
 /// `GET /api/projects/:id/experiments/requires_flag_implementation/`: `{"result": bool}`.
 pub async fn requires_flag_implementation(
@@ -51,160 +22,12 @@ pub async fn requires_flag_implementation(
     let project = auth
         .project(state.store.as_ref(), &project_id, EXPERIMENT_READ)
         .await?;
-    if !entities(params.actions.as_deref(), "actions")?.is_empty() {
-        return Err(ApiError::field(
-            "actions",
-            "invalid_input",
-            "Actions are not supported by this service; use events.",
-        ));
-    }
-    let limit = match params.limit.as_deref().map(str::trim) {
-        None | Some("") => DEFAULT_LIMIT,
-        Some(text) => text
-            .parse::<u64>()
-            .ok()
-            .filter(|limit| (1..=MAX_LIMIT).contains(limit))
-            .ok_or_else(|| {
-                ApiError::field(
-                    "limit",
-                    "invalid_input",
-                    format!("limit must be a whole number from 1 to {MAX_LIMIT}."),
-                )
-            })?,
-    };
-    let events = entities(params.events.as_deref(), "events")?;
-    if events.len() > MAX_EVENTS {
-        return Err(ApiError::field(
-            "events",
-            "invalid_input",
-            format!("At most {MAX_EVENTS} events may be given."),
-        ));
-    }
-    let from = state.clock.now() - Duration::days(7);
-    let since = from.format("%Y-%m-%d %H:%M:%S%.6fZ").to_string();
-    let caller = Caller::of(&auth);
-    for (index, entity) in events.iter().enumerate() {
-        let event = match &entity.id {
-            None | Some(Value::Null) => None,
-            Some(Value::String(name)) => Some(name.clone()),
-            Some(_) => {
-                return Err(ApiError::field(
-                    format!("events[{index}].id"),
-                    "invalid_input",
-                    "An event's id must be its name (a string).",
-                ));
-            }
-        };
-        let mut values = Map::new();
-        values.insert("since".into(), Value::String(since.clone()));
-        // No id is PostHog's "all events".
-        let event_condition = match event {
-            Some(name) => {
-                values.insert("event".into(), Value::String(name));
-                "event = {event} AND "
-            }
-            None => "",
-        };
-        let node = SqlNode {
-            name: Some("requires_flag_implementation".into()),
-            ..SqlNode::sql(
-                format!(
-                    "SELECT properties FROM events WHERE {event_condition}timestamp >= toDateTime({{since}}) LIMIT {limit}"
-                ),
-                Bindings {
-                    values,
-                    ..Default::default()
-                },
-            )
-        };
-        let query_id = uuid::Uuid::now_v7().simple().to_string();
-        let response = runner::run(
-            Run {
-                state: &state,
-                project: &project,
-                query_id: &query_id,
-                node: &node,
-                caller: &caller,
-                force: false,
-                endpoint: "",
-                log: true,
-            },
-            std::future::pending(),
-        )
-        .await
-        .map_err(|error| api_error(&error))?;
-        let rows = response["results"].as_array().cloned().unwrap_or_default();
-        if rows
-            .iter()
-            .filter_map(|row| row.get(0))
-            .any(has_feature_property)
-        {
-            return Ok(axum::Json(json!({"result": false})));
-        }
-    }
-    Ok(axum::Json(json!({"result": true})))
-}
-
-/// A legacy `events` / `actions` parameter: a JSON list of entities (absent is none).
-fn entities(raw: Option<&str>, attr: &str) -> ApiResult<Vec<Entity>> {
-    let Some(text) = raw.map(str::trim).filter(|text| !text.is_empty()) else {
-        return Ok(Vec::new());
-    };
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let attr = match path.as_str() {
-            "." | "" => attr.to_owned(),
-            path => format!("{attr}{path}"),
-        };
-        ApiError::field(
-            attr,
-            "invalid_input",
-            format!(
-                "Must be a JSON list of {{\"id\": <event name>}}: {}",
-                error.inner()
-            ),
-        )
-    })
-}
-
-/// Whether an event's properties (JSON text or an object) have a `$feature/...` key.
-fn has_feature_property(cell: &Value) -> bool {
-    let parsed;
-    let properties = match cell {
-        Value::String(text) => {
-            parsed = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-            &parsed
-        }
-        other => other,
-    };
-    properties
-        .as_object()
-        .is_some_and(|object| object.keys().any(|key| key.starts_with(FEATURE_PREFIX)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn feature_properties_are_found_in_text_or_objects() {
-        assert!(has_feature_property(&json!("{\"$feature/x\": \"test\"}")));
-        assert!(has_feature_property(&json!({"a": 1, "$feature/y": true})));
-        assert!(!has_feature_property(&json!({"$feature_flag": "x"})));
-        assert!(!has_feature_property(&json!("not json")));
-    }
-
-    #[test]
-    fn entities_are_a_json_list() {
-        let parsed = entities(
-            Some(r#"[{"id": "$pageview", "type": "events", "order": 0}]"#),
-            "events",
-        )
-        .expect("parses");
-        assert_eq!(parsed.len(), 1);
-        assert!(entities(None, "events").expect("none").is_empty());
-        let error = entities(Some("{\"id\": 1}"), "events").expect_err("not a list");
-        assert_eq!(error.body.attr.as_deref(), Some("events"));
-    }
+    let result = flag_implementation::requires_flag_implementation(
+        &state,
+        &project,
+        &Caller::of(&auth),
+        &params,
+    )
+    .await?;
+    Ok(axum::Json(json!({"result": result})))
 }

@@ -3,6 +3,7 @@
 //! run for the timeseries ([`run_as_of`]), and the job that runs a recalculation day by day
 //! ([`timeseries`]).
 
+pub mod flag_implementation;
 pub mod timeseries;
 
 use std::sync::Arc;
