@@ -1,4 +1,4 @@
-//! Command line: `analytics serve | admin | bench`.
+//! Command line: `analytics serve | admin | import`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::{admin, bench, import, serve};
+use crate::{admin, import, serve};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -57,15 +57,26 @@ enum Command {
         #[command(flatten)]
         data_dir: DataDir,
     },
-    /// Measure the service (not a test: prints figures).
-    Bench {
-        #[command(subcommand)]
-        command: bench::BenchCommand,
-    },
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    run_command(async move {
+        match cli.command {
+            Command::Serve { bind, data_dir } => serve::run(bind, data_dir.data_dir).await,
+            Command::Admin { command, data_dir } => admin::run(command, data_dir.data_dir).await,
+            Command::Import {
+                project,
+                file,
+                data_dir,
+            } => import::run(data_dir.data_dir, project, file).await,
+        }
+    })
+}
+
+/// Runs a parsed command on a multi-threaded runtime with text logs, as `analytics` and
+/// `analytics-bench` do: its error is printed, and the exit code says whether it failed.
+pub fn run_command(command: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
     common::telemetry::init_text();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -77,19 +88,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async move {
-        match cli.command {
-            Command::Serve { bind, data_dir } => serve::run(bind, data_dir.data_dir).await,
-            Command::Admin { command, data_dir } => admin::run(command, data_dir.data_dir).await,
-            Command::Import {
-                project,
-                file,
-                data_dir,
-            } => import::run(data_dir.data_dir, project, file).await,
-            Command::Bench { command } => bench::run(command).await,
-        }
-    });
-    match result {
+    match runtime.block_on(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");

@@ -1,8 +1,8 @@
-//! The `analytics` binary: every route family in one process, the embedded committer, admin, bench.
+//! The `analytics` binary: every route family in one process, the embedded committer, admin,
+//! import. (Its benchmarks are the `bench` crate, `analytics-bench`, which drives this library.)
 
 pub mod admin;
 pub mod allocator;
-pub mod bench;
 pub mod cli;
 pub mod import;
 pub mod serve;

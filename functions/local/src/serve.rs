@@ -152,7 +152,7 @@ pub async fn serve_until(
 /// Resolves on the first Ctrl-C (SIGINT) or SIGTERM (what `docker stop`, systemd and Kubernetes
 /// send). A signal that cannot be listened for is logged and never resolves: the server must
 /// not stop because of it.
-pub(crate) async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let interrupt = async {
         match tokio::signal::ctrl_c().await {
             Ok(()) => "SIGINT",

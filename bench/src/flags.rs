@@ -1,4 +1,4 @@
-//! `analytics bench flags`: `/flags/` evaluation requests/s and latency on `analytics serve` with a
+//! `analytics-bench flags`: `/flags/` evaluation requests/s and latency on `analytics serve` with a
 //! project of 50 flags, driven the way posthog-python calls it (`POST /flags/?v=4`), one random
 //! distinct id and person properties per request.
 //!

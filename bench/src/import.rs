@@ -1,7 +1,7 @@
-//! `analytics bench import`: events/s and peak RSS of the bulk importer on a generated PostHog
+//! `analytics-bench import`: events/s and peak RSS of the bulk importer on a generated PostHog
 //! export: gzip NDJSON with properties as JSON text and ClickHouse-style timestamps, as PostHog's
 //! batch exports write them. Beside it, DuckDB converting the same file to one Parquet file
-//! (`scripts/bench_import_duckdb.py`).
+//! (`bench/scripts/bench_import_duckdb.py`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
-use super::duckdb::run_script;
+use super::duckdb::{Python, run_script};
 use super::generator::Generator;
 use super::ingestion::{Shredding, imports};
 
@@ -33,10 +33,8 @@ pub struct Args {
     /// Seed of the generator (the same as `bench query`'s).
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Python with the `duckdb` package; default `.venv/bin/python` at the repository root,
-    /// else `python3`.
-    #[arg(long)]
-    python: Option<PathBuf>,
+    #[command(flatten)]
+    python: Python,
     /// Time our import only.
     #[arg(long)]
     skip_duckdb: bool,
@@ -115,7 +113,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let output = temporary.path().join("duckdb.parquet");
-    match time_duckdb(&file, &output, args.python.clone()).await {
+    match time_duckdb(&file, &output, &args.python).await {
         Ok(report) => print_duckdb(summary, &report),
         Err(error) => eprintln!("duckdb side skipped: {error:#}"),
     }
@@ -124,14 +122,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
 /// DuckDB's report on converting `file` into the Parquet file `output`, on as many threads as
 /// our importer uses (one per core).
-async fn time_duckdb(file: &Path, output: &Path, python: Option<PathBuf>) -> anyhow::Result<Value> {
+async fn time_duckdb(file: &Path, output: &Path, python: &Python) -> anyhow::Result<Value> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let input = json!({"file": file, "output": output, "threads": threads});
-    run_script("scripts/bench_import_duckdb.py", python, &input).await
+    run_script("bench_import_duckdb.py", python, &input).await
 }
 
 /// DuckDB's figures, then ours over DuckDB's in events/s (above 1: we are faster).
-fn print_duckdb(ours: &crate::import::Summary, duckdb: &Value) {
+fn print_duckdb(ours: &local::import::Summary, duckdb: &Value) {
     let rows = duckdb["rows"].as_u64().unwrap_or(0);
     let seconds = duckdb["seconds"].as_f64().unwrap_or(f64::NAN);
     let theirs = rows as f64 / seconds.max(1e-9);

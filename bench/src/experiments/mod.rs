@@ -1,4 +1,4 @@
-//! `analytics bench experiments`: an `ExperimentQuery` through the real query API (a mean and a
+//! `analytics-bench experiments`: an `ExperimentQuery` through the real query API (a mean and a
 //! funnel metric of an experiment stored as the API stores it) over a generated events table
 //! with persons exposed to the experiment's flag, side by side with the same computation in
 //! DuckDB SQL over the same Parquet files, and whether both give the same per-variant numbers.
@@ -18,7 +18,7 @@ use chrono::{DurationRound, TimeDelta, Utc};
 use common::AppState;
 use serde_json::{Value, json};
 
-use super::duckdb::{same_numbers, time_duckdb_queries};
+use super::duckdb::{Python, same_numbers, time_duckdb_queries};
 use super::generator::import_and_report;
 use super::query::{BenchData, WARMUP, bench_data, serve, table_files};
 use metrics::{BenchMetric, our_rows, same_keys};
@@ -43,10 +43,8 @@ pub struct Args {
     /// Timed runs per metric (the best is reported), after one warm-up run.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Python with the `duckdb` package; default `.venv/bin/python` at the repository root,
-    /// else `python3`.
-    #[arg(long)]
-    python: Option<PathBuf>,
+    #[command(flatten)]
+    python: Python,
     /// Time our side only.
     #[arg(long)]
     skip_duckdb: bool,
@@ -96,7 +94,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None
     } else {
         let queries = metrics.iter().map(|m| (m.name, m.duckdb.clone())).collect();
-        match time_duckdb_queries(&files, queries, args.runs, args.python.clone()).await {
+        match time_duckdb_queries(&files, queries, args.runs, &args.python).await {
             Ok(report) => Some(report),
             Err(error) => {
                 eprintln!("duckdb side skipped: {error:#}");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DuckDB side of `analytics bench import`: the same PostHog export converted to Parquet.
+"""DuckDB side of `analytics-bench import`: the same PostHog export converted to Parquet.
 
 Reads one JSON object on stdin:
 

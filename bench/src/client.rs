@@ -8,7 +8,7 @@ use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
 use serde_json::Value;
 
-use crate::bench::load::connect;
+use crate::load::connect;
 
 /// One keep-alive connection with the bench's key.
 pub(crate) struct Client {

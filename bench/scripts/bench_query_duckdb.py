@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DuckDB side of `analytics bench query`: the same queries over the same Parquet files.
+"""DuckDB side of `analytics-bench query`: the same queries over the same Parquet files.
 
 Reads one JSON object on stdin:
 

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::data::VARIANTS;
-pub(super) use crate::bench::client::Client;
+pub(super) use crate::client::Client;
 
 #[derive(Debug, Deserialize)]
 struct Created {

@@ -12,7 +12,7 @@ use common::staging::StagedEvent;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::bench::load::Rng;
+use crate::load::Rng;
 
 /// The flag the experiment runs on, and another one whose calls must not count.
 pub(super) const OTHER_FLAG: &str = "bench-other-flag";
@@ -324,7 +324,7 @@ fn plan_person(
     }
 }
 
-impl crate::bench::generator::EventSource for Generator {
+impl crate::generator::EventSource for Generator {
     fn total(&self) -> u64 {
         Generator::total(self)
     }

@@ -56,15 +56,15 @@ pub async fn import_once(
     data_dir: &Path,
     file: &Path,
     shredding: bool,
-) -> anyhow::Result<crate::import::Summary> {
-    let state = crate::serve::state_for(data_dir.to_path_buf()).await?;
+) -> anyhow::Result<local::import::Summary> {
+    let state = local::serve::state_for(data_dir.to_path_buf()).await?;
     let state = with_shredding(&state, shredding);
     let bootstrap = common::provisioning::bootstrap_if_empty(state.store.as_ref())
         .await?
         .context("a fresh store bootstraps")?;
     // The import's own peak, not the generator's (Linux: clear_refs 5 resets the mark).
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-    crate::import::import_file(&state, bootstrap.project.id, file).await
+    local::import::import_file(&state, bootstrap.project.id, file).await
 }
 
 /// Imports `file` once per setting, each into a data dir of its own under `scratch` (removed
@@ -74,7 +74,7 @@ pub async fn imports(
     file: &Path,
     shredding: Shredding,
     scratch: &Path,
-) -> anyhow::Result<Vec<crate::import::Summary>> {
+) -> anyhow::Result<Vec<local::import::Summary>> {
     let mut summaries = Vec::new();
     for &on in shredding.settings() {
         let data_dir = scratch.join(label(on).replace(' ', "-"));
@@ -185,7 +185,7 @@ fn batch_body(token: &str, size: usize) -> Bytes {
 /// waits until every acknowledged event is committed, then stops the server.
 pub async fn capture_once(load: CaptureLoad, shredding: bool) -> anyhow::Result<CaptureRun> {
     let dir = tempfile::tempdir()?;
-    let state = crate::serve::state_for(dir.path().to_path_buf()).await?;
+    let state = local::serve::state_for(dir.path().to_path_buf()).await?;
     let state = with_shredding(&state, shredding);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (address, bootstrap, server) = serve_fresh_until(state.clone(), async {

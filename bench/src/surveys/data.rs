@@ -13,8 +13,8 @@ use common::staging::StagedEvent;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::bench::generator::Generator as Noise;
-use crate::bench::load::Rng;
+use crate::generator::Generator as Noise;
+use crate::load::Rng;
 
 /// The survey's only question (a 0–10 rating); its answers are `$survey_response_q-rating`.
 pub(super) const QUESTION_ID: &str = "q-rating";
@@ -259,7 +259,7 @@ impl Visit {
     }
 }
 
-impl crate::bench::generator::EventSource for Generator {
+impl crate::generator::EventSource for Generator {
     fn total(&self) -> u64 {
         Generator::total(self)
     }

@@ -1,6 +1,6 @@
-//! The DuckDB side of the benches: running a script of `scripts/` with the repository's venv
-//! Python (`run_script`), `bench query`'s queries over the same Parquet files, timed by
-//! `scripts/bench_query_duckdb.py`, and whether both engines agree on the numbers.
+//! The DuckDB side of the benches: running a script of `bench/scripts/` with the Python of
+//! `--python` (`run_script`), `bench query`'s queries over the same Parquet files, timed by
+//! `bench/scripts/bench_query_duckdb.py`, and whether both engines agree on the numbers.
 
 use std::path::{Path, PathBuf};
 
@@ -10,23 +10,26 @@ use serde_json::{Value, json};
 use super::queries::QUERIES;
 use super::query::WARMUP;
 
-fn repository_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+/// The scripts the benches run: `bench/scripts/` of the checkout this binary was built from.
+const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
 
-/// The first of the current dir and the repository this binary was built from that holds `relative`.
-fn find(relative: &str) -> Option<PathBuf> {
-    let here = std::env::current_dir().ok();
-    here.into_iter()
-        .chain([repository_root()])
-        .map(|root| root.join(relative))
-        .find(|path| path.exists())
+/// The Python that runs the DuckDB side of a bench.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Python {
+    /// Python with the `duckdb` and `pyarrow` packages, for example `.venv/bin/python` (which
+    /// `scripts/test` creates).
+    #[arg(
+        long = "python",
+        env = "ANALYTICS_BENCH_PYTHON",
+        default_value = "python3"
+    )]
+    program: PathBuf,
 }
 
 pub(super) async fn time_duckdb(
     files: &[PathBuf],
     runs: usize,
-    python: Option<PathBuf>,
+    python: &Python,
 ) -> anyhow::Result<Value> {
     let queries = QUERIES.iter().map(|q| (q.name, q.duckdb.to_owned()));
     time_duckdb_queries(files, queries.collect(), runs, python).await
@@ -38,7 +41,7 @@ pub(super) async fn time_duckdb_queries(
     files: &[PathBuf],
     queries: Vec<(&str, String)>,
     runs: usize,
-    python: Option<PathBuf>,
+    python: &Python,
 ) -> anyhow::Result<Value> {
     let input = json!({
         "files": files,
@@ -46,25 +49,24 @@ pub(super) async fn time_duckdb_queries(
         "runs": runs.max(1),
         "warmup": WARMUP,
     });
-    run_script("scripts/bench_query_duckdb.py", python, &input).await
+    run_script("bench_query_duckdb.py", python, &input).await
 }
 
-/// Runs the Python script at `script` (relative to the repository) with `input` as JSON on stdin,
-/// and returns the JSON object it prints, or its `error` as an error. The interpreter is
-/// `python`, else the repository's `.venv/bin/python` (which has `duckdb`), else `python3`.
+/// Runs `script` of `bench/scripts/` with `python`, `input` as JSON on stdin, and returns the
+/// JSON object it prints, or its `error` as an error.
 pub(super) async fn run_script(
     script: &str,
-    python: Option<PathBuf>,
+    python: &Python,
     input: &Value,
 ) -> anyhow::Result<Value> {
     use std::io::Write;
     use std::process::{Command, Stdio};
 
-    let script =
-        find(script).with_context(|| format!("{script} not found (run from the repository)"))?;
-    let python = python
-        .or_else(|| find(".venv/bin/python"))
-        .unwrap_or_else(|| "python3".into());
+    let script = Path::new(SCRIPTS).join(script);
+    if !script.exists() {
+        bail!("{} not found", script.display());
+    }
+    let python = python.program.clone();
     let input = input.to_string();
     println!("duckdb: {} {}", python.display(), script.display());
     let output = tokio::task::spawn_blocking(move || -> anyhow::Result<std::process::Output> {

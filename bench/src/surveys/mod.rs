@@ -1,4 +1,4 @@
-//! `analytics bench surveys`: `GET /api/projects/:id/surveys/:id/stats/` through the real
+//! `analytics-bench surveys`: `GET /api/projects/:id/surveys/:id/stats/` through the real
 //! route over a generated events table holding one survey's events among many others, side by
 //! side with the route's two queries written in DuckDB SQL over the same Parquet files, and
 //! whether our answer is the one PostHog's formulas make of DuckDB's rows.
@@ -25,7 +25,7 @@ use common::AppState;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::duckdb::time_duckdb_queries;
+use super::duckdb::{Python, time_duckdb_queries};
 use super::generator::import_and_report;
 use super::query::{BenchData, WARMUP, bench_data, serve, table_files};
 use setup::Client;
@@ -47,10 +47,8 @@ pub struct Args {
     /// Timed requests (the best is reported), after one warm-up request.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Python with the `duckdb` package; default `.venv/bin/python` at the repository root,
-    /// else `python3`.
-    #[arg(long)]
-    python: Option<PathBuf>,
+    #[command(flatten)]
+    python: Python,
     /// Time our side only.
     #[arg(long)]
     skip_duckdb: bool,
@@ -87,7 +85,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         load(&state, project, &args, survey, end).await?;
     }
     let files = table_files(&state, project).await?;
-    let load_peak = crate::import::peak_rss_bytes();
+    let load_peak = local::import::peak_rss_bytes();
     // Reset the high-water mark (Linux: clear_refs 5), so the timed requests get their own peak.
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
 
@@ -96,12 +94,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .join(format!("team_id={project}"));
     let ours = time_ours(&mut client, project, survey, &cache_dir, args.runs).await?;
     let split = engine_times(&state, project, ours.timed_from).await;
-    let query_peak = crate::import::peak_rss_bytes();
+    let query_peak = local::import::peak_rss_bytes();
     let duckdb = if args.skip_duckdb {
         None
     } else {
         let queries = check::duckdb_queries(survey, start, ours.date_to);
-        match time_duckdb_queries(&files, queries, args.runs, args.python.clone()).await {
+        match time_duckdb_queries(&files, queries, args.runs, &args.python).await {
             Ok(report) => Some(report),
             Err(error) => {
                 eprintln!("duckdb side skipped: {error:#}");

@@ -1,4 +1,4 @@
-//! `analytics bench endpoints`: the run latency of a saved-query endpoint served from its
+//! `analytics-bench endpoints`: the run latency of a saved-query endpoint served from its
 //! materialized Parquet result, beside the same query run inline, through the real endpoints API
 //! of the embedded server over generated events.
 //!

@@ -1,10 +1,17 @@
-//! `analytics bench`: load figures for the issue notes, never a pass/fail test.
+//! `analytics-bench`: load figures for docs/benchmarks.md, never a pass/fail test. It drives the
+//! product as a library (`local`: the in-process server, the importer) and is neither installed
+//! nor deployed with it. The DuckDB sides run `bench/scripts/*.py` with `--python`
+//! (`ANALYTICS_BENCH_PYTHON`, default `python3`).
+
+// Measuring takes the wall clock directly: this is no product code, no clock to inject.
+#![allow(clippy::disallowed_methods)]
 
 use std::net::SocketAddr;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Subcommand;
+use clap::{Parser, Subcommand};
 use common::AppState;
 use common::provisioning::Bootstrap;
 use http_body_util::Full;
@@ -18,15 +25,36 @@ mod endpoints;
 mod experiments;
 mod flags;
 mod generator;
-pub mod import;
+mod import;
 mod ingestion;
 mod load;
 mod queries;
-pub mod query;
+mod query;
 mod surveys;
 
+// The allocator `analytics` runs with, so import and query figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "analytics-bench",
+    version,
+    about = "Measure the analytics service (not a test: prints figures)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+fn main() -> ExitCode {
+    local::allocator::start_with_options();
+    let cli = Cli::parse();
+    local::cli::run_command(run(cli.command))
+}
+
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {
+enum BenchCommand {
     /// Requests/s and latency of `GET /api/users/@me/` over keep-alive connections.
     UsersMe {
         /// A running server (`analytics serve`); without it an embedded server is started in-process.
@@ -80,7 +108,7 @@ pub enum BenchCommand {
     Endpoints(endpoints::Args),
 }
 
-pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
+async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::UsersMe {
             address,
@@ -171,7 +199,7 @@ impl Shot {
 
 /// A server on an ephemeral port over a fresh data dir, with its bootstrap key.
 async fn start_embedded(data_dir: std::path::PathBuf) -> anyhow::Result<(SocketAddr, String)> {
-    let state = crate::serve::state_for(data_dir).await?;
+    let state = local::serve::state_for(data_dir).await?;
     let (address, bootstrap) = serve_fresh(state).await?;
     Ok((address, bootstrap.key_secret))
 }
@@ -179,7 +207,7 @@ async fn start_embedded(data_dir: std::path::PathBuf) -> anyhow::Result<(SocketA
 /// Bootstraps the empty store of `state` and serves it on an ephemeral port (until a signal).
 async fn serve_fresh(state: AppState) -> anyhow::Result<(SocketAddr, Bootstrap)> {
     let (address, bootstrap, _server) =
-        serve_fresh_until(state, crate::serve::shutdown_signal()).await?;
+        serve_fresh_until(state, local::serve::shutdown_signal()).await?;
     Ok((address, bootstrap))
 }
 
@@ -193,6 +221,6 @@ async fn serve_fresh_until(
         .context("a fresh store bootstraps")?;
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
-    let server = tokio::spawn(crate::serve::serve_until(listener, state, shutdown));
+    let server = tokio::spawn(local::serve::serve_until(listener, state, shutdown));
     Ok((address, bootstrap, server))
 }

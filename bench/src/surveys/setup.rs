@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::data::QUESTION_ID;
-pub(super) use crate::bench::client::Client;
+pub(super) use crate::client::Client;
 
 /// Survey names are unique in a project, so the name finds the bench's survey again.
 pub(super) const SURVEY_NAME: &str = "Bench survey";

@@ -1,4 +1,4 @@
-//! `analytics bench query`: typical product-analytics queries through the real query API over a
+//! `analytics-bench query`: typical product-analytics queries through the real query API over a
 //! deterministic synthetic events table, side by side with DuckDB over the same Parquet files.
 //!
 //! The queries are in `queries`, the events come from `generator`, the DuckDB side and the
@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
-use super::duckdb::{same_numbers, time_duckdb};
+use super::duckdb::{Python, same_numbers, time_duckdb};
 use super::generator::{Generator, import};
 use super::load::connect;
 use super::queries::QUERIES;
@@ -46,10 +46,8 @@ pub struct Args {
     /// Timed runs per query (the best is reported), after one warm-up run.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Python with the `duckdb` package; default `.venv/bin/python` at the repository root,
-    /// else `python3`.
-    #[arg(long)]
-    python: Option<PathBuf>,
+    #[command(flatten)]
+    python: Python,
     /// Time our queries only.
     #[arg(long)]
     skip_duckdb: bool,
@@ -127,7 +125,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if !loaded {
         load(&state, project, &args).await?;
     }
-    let load_peak = crate::import::peak_rss_bytes();
+    let load_peak = local::import::peak_rss_bytes();
     // Reset the high-water mark (Linux: clear_refs 5), so the query phase gets its own peak.
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
 
@@ -146,11 +144,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     print_shredding(&state, project, &files).await?;
     let unshredded = time_ours(&with_shredding(&state, false), project, &key, args.runs).await?;
     let ours = time_ours(&state, project, &key, args.runs).await?;
-    let query_peak = crate::import::peak_rss_bytes();
+    let query_peak = local::import::peak_rss_bytes();
     let duckdb = if args.skip_duckdb {
         None
     } else {
-        match time_duckdb(&files, args.runs, args.python.clone()).await {
+        match time_duckdb(&files, args.runs, &args.python).await {
             Ok(report) => Some(report),
             Err(error) => {
                 eprintln!("duckdb side skipped: {error:#}");
@@ -342,7 +340,7 @@ struct Timing {
 pub(super) async fn serve(state: AppState) -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
-    let service = axum::ServiceExt::<Request>::into_make_service(crate::app(state));
+    let service = axum::ServiceExt::<Request>::into_make_service(local::app(state));
     tokio::spawn(async move { axum::serve(listener, service).await });
     Ok(address)
 }
