@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor, Record};
-use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
-use serde_json::Value;
+use common::activity::{self, Actor};
+use common::repository::{self as entities, Entity, team_pk};
+use common::store::{self, Store, StoreError, WriteOp};
 
 use crate::definition::DefinitionError;
 use crate::{Cohort, Filters};
@@ -16,28 +16,37 @@ use crate::{Cohort, Filters};
 /// The activity log's scope for cohorts (PostHog's model name).
 pub const SCOPE: &str = "Cohort";
 
-const COHORT_PREFIX: &str = "COHORT#";
 const COUNTER_SK: &str = "COUNTER#COHORT";
 /// The activity of a soft-deleted cohort brought back.
 const RESTORED: &str = "restored";
 /// How deep cohorts may name cohorts that name cohorts.
 const MAX_NESTING: usize = 10;
 
-pub fn team_pk(team_id: i64) -> String {
-    format!("TEAM#{team_id}")
+/// Top-level fields that are bookkeeping, not changes worth a log line.
+const IGNORED_IN_DIFFS: [&str; 11] = entities::bookkeeping_and(&[
+    "count",
+    "is_calculating",
+    "last_calculation",
+    "errors_calculating",
+    "last_error_at",
+]);
+
+impl Entity for Cohort {
+    const PREFIX: &'static str = "COHORT#";
+    const SCOPE: &'static str = SCOPE;
+    const IGNORED_IN_DIFFS: &'static [&'static str] = &IGNORED_IN_DIFFS;
+
+    fn display_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn deleted(&self) -> bool {
+        self.deleted
+    }
 }
 
-/// Zero-padded so sort-key order is id order.
-pub fn cohort_sk(id: i64) -> String {
-    format!("{COHORT_PREFIX}{id:019}")
-}
-
-/// A cohort as read, with the Store item's version that a write must still find.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stored {
-    pub cohort: Cohort,
-    pub item_version: u64,
-}
+common::stamped!(Cohort, i64);
+common::entity_reads! { Cohort, i64, Stored { cohort, item_version }, live }
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -47,54 +56,6 @@ pub enum WriteError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
-
-/// Every cohort of a project, deleted ones included, in id order.
-pub async fn list_all(store: &dyn Store, team_id: i64) -> Result<Vec<Cohort>, StoreError> {
-    store::list_prefix(store, &team_pk(team_id), COHORT_PREFIX).await
-}
-
-/// Every cohort of a project that is not deleted, in id order.
-pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<Cohort>, StoreError> {
-    let mut cohorts = list_all(store, team_id).await?;
-    cohorts.retain(|cohort| !cohort.deleted);
-    Ok(cohorts)
-}
-
-/// One cohort, deleted or not.
-pub async fn get(store: &dyn Store, team_id: i64, id: i64) -> Result<Option<Stored>, StoreError> {
-    let stored = store::get_versioned(store, &team_pk(team_id), &cohort_sk(id)).await?;
-    Ok(stored.map(|(cohort, item_version)| Stored {
-        cohort,
-        item_version,
-    }))
-}
-
-/// One cohort unless it is deleted.
-pub async fn get_live(
-    store: &dyn Store,
-    team_id: i64,
-    id: i64,
-) -> Result<Option<Cohort>, StoreError> {
-    Ok(get(store, team_id, id)
-        .await?
-        .map(|stored| stored.cohort)
-        .filter(|cohort| !cohort.deleted))
-}
-
-/// Top-level fields that are bookkeeping, not changes worth a log line.
-const IGNORED_IN_DIFFS: &[&str] = &[
-    "id",
-    "team_id",
-    "version",
-    "created_at",
-    "updated_at",
-    "created_by",
-    "count",
-    "is_calculating",
-    "last_calculation",
-    "errors_calculating",
-    "last_error_at",
-];
 
 /// Stores `cohort` with the project's next id and its `created` entry, plus the writes `link`
 /// makes for the cohort as it will be stored (its id known), in one transaction. A lost race on
@@ -112,32 +73,17 @@ where
 {
     let pk = team_pk(team_id);
     for attempt in 0..store::UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
-        let (id, counter) = store::claim_next_id(store, &pk, COUNTER_SK).await?;
+        entities::pause_before(attempt).await;
         let mut cohort = cohort.clone();
-        cohort.id = id;
-        cohort.team_id = team_id;
-        cohort.version = 1;
-        cohort.created_at = at;
-        cohort.updated_at = Some(at);
-        let after = encode(&pk, &cohort)?;
-        let mut ops = vec![
-            counter,
-            WriteOp::Put {
-                item: Item::of(pk.clone(), cohort_sk(id), &cohort)?,
-                condition: Condition::NotExists,
-            },
-            record(team_id, actor, activity::CREATED, None, &after, &cohort, at).put_op()?,
-        ];
+        let mut ops =
+            entities::plan_numbered(store, COUNTER_SK, &mut cohort, team_id, actor, at).await?;
         ops.extend(link(&cohort)?);
         match store.transact_write(ops).await {
             Ok(()) => return Ok(cohort),
             // The counter moved (count again) or a linked item changed (the caller's to read).
             Err(StoreError::ConditionFailed) => {
                 let counter_now = store::claim_next_id(store, &pk, COUNTER_SK).await?.0;
-                if counter_now == id {
+                if counter_now == cohort.id {
                     return Err(WriteError::Raced);
                 }
             }
@@ -148,7 +94,7 @@ where
 }
 
 /// Replaces `before` (as read) by `after`: bumps `version` and `updated_at` and logs `updated`
-/// (or `deleted`). [`WriteError::Raced`] when the cohort changed since it was read.
+/// (or `deleted`, or `restored`). [`WriteError::Raced`] when the cohort changed since it was read.
 pub async fn save(
     store: &dyn Store,
     team_id: i64,
@@ -157,40 +103,22 @@ pub async fn save(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Cohort, WriteError> {
-    let pk = team_pk(team_id);
     let old = &before.cohort;
-    after.id = old.id;
-    after.team_id = team_id;
-    after.version = old.version + 1;
-    after.created_at = old.created_at;
-    after.created_by = old.created_by;
-    after.updated_at = Some(at);
-    let mut item = Item::of(pk.clone(), cohort_sk(old.id), &after)?;
-    item.version = before.item_version + 1;
-    let before_value = encode(&pk, old)?;
-    let after_value = encode(&pk, &after)?;
     // PostHog's perform_update names the soft delete and the restore.
     let kind = match (old.deleted, after.deleted) {
         (false, true) => activity::DELETED,
         (true, false) => RESTORED,
         _ => activity::UPDATED,
     };
-    let ops = vec![
-        WriteOp::Put {
-            item,
-            condition: Condition::VersionEquals(before.item_version),
-        },
-        record(
-            team_id,
-            actor,
-            kind,
-            Some(&before_value),
-            &after_value,
-            &after,
-            at,
-        )
-        .put_op()?,
-    ];
+    let ops = entities::plan_save(
+        team_id,
+        old,
+        before.item_version,
+        &mut after,
+        kind,
+        actor,
+        at,
+    )?;
     match store.transact_write(ops).await {
         Ok(()) => Ok(after),
         Err(StoreError::ConditionFailed) => Err(WriteError::Raced),
@@ -209,7 +137,7 @@ pub async fn update_bookkeeping<F>(
 where
     F: FnMut(Cohort) -> Result<Cohort, StoreError>,
 {
-    store::update(store, &team_pk(team_id), &cohort_sk(id), change).await
+    store::update(store, &team_pk(team_id), &Cohort::sort_key(&id), change).await
 }
 
 /// The cohorts `filters` names must be live cohorts of the project, and no chain of them may lead
@@ -262,40 +190,10 @@ pub enum ReferenceError {
     Store(#[from] StoreError),
 }
 
-fn encode(pk: &str, cohort: &Cohort) -> Result<Value, StoreError> {
-    serde_json::to_value(cohort).map_err(|source| StoreError::Encode {
-        pk: pk.to_owned(),
-        sk: cohort_sk(cohort.id),
-        source,
-    })
-}
-
-fn record<'a>(
-    team_id: i64,
-    actor: &Actor,
-    activity: &'a str,
-    before: Option<&'a Value>,
-    after: &'a Value,
-    cohort: &Cohort,
-    at: DateTime<Utc>,
-) -> Record<'a> {
-    Record {
-        team_id,
-        actor: actor.clone(),
-        activity,
-        scope: SCOPE,
-        item_id: cohort.id.to_string(),
-        name: Some(cohort.name.clone()),
-        before,
-        after,
-        ignored_fields: IGNORED_IN_DIFFS,
-        at,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use chrono::TimeZone;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -322,7 +220,7 @@ mod tests {
     async fn ids_count_up_saves_are_guarded_and_references_checked() {
         let store = common::testing::memory_store();
         let actor = Actor::system();
-        let at = Utc::now();
+        let at = Utc.with_ymd_and_hms(2025, 1, 2, 3, 4, 5).unwrap();
         let (a, b) = tokio::join!(
             create(&store, 1, cohort("a", None), &actor, at, |_| Ok(vec![])),
             create(&store, 1, cohort("b", None), &actor, at, |_| Ok(vec![])),

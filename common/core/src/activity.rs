@@ -6,6 +6,8 @@
 //! team's partition under `ACTIVITY#<scope>#<uuid v7>` (a scope's history is one prefix query, in
 //! time order) and carry a GSI1 key per (team, scope, item) so one item's history is one query.
 
+pub mod routes;
+
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};

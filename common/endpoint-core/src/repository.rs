@@ -13,7 +13,8 @@
 
 use chrono::{DateTime, Utc};
 use common::ApiError;
-use common::activity::{self, Actor, Record};
+use common::activity::{self, Actor};
+use common::repository::{Entity, Keyed, record, team_pk};
 use common::store::{self, Condition, Item, MAX_TRANSACTION_ITEMS, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -24,7 +25,6 @@ use crate::model::{Endpoint, LastExecution, Materialization, Version};
 /// The activity log's scope for endpoints (PostHog's model name).
 pub const SCOPE: &str = "Endpoint";
 
-const ENDPOINT_PREFIX: &str = "ENDPOINT#";
 const VERSION_PREFIX: &str = "ENDPOINTV#";
 const MATERIALIZATION_PREFIX: &str = "ENDPOINTMAT#";
 const RUN_PREFIX: &str = "ENDPOINTRUN#";
@@ -40,12 +40,39 @@ const IGNORED_IN_DIFFS: &[&str] = &[
     "created_by",
 ];
 
-pub fn team_pk(team_id: i64) -> String {
-    format!("TEAM#{team_id}")
+/// Keyed by name: the name is held by one endpoint.
+impl Keyed for Endpoint {
+    type Key = str;
+
+    fn key(&self) -> &str {
+        &self.name
+    }
+
+    fn team_id(&self) -> i64 {
+        self.team_id
+    }
 }
 
+/// Deleting an endpoint moves it aside ([`DELETED_PREFIX`]): every item under the prefix is live.
+impl Entity for Endpoint {
+    const PREFIX: &'static str = "ENDPOINT#";
+    const SCOPE: &'static str = SCOPE;
+    const IGNORED_IN_DIFFS: &'static [&'static str] = IGNORED_IN_DIFFS;
+
+    fn display_name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// Its uuid: the name may be taken again by another endpoint.
+    fn item_id(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+common::entity_reads! { Endpoint, &str, Stored { endpoint, version } }
+
 pub fn endpoint_sk(name: &str) -> String {
-    format!("{ENDPOINT_PREFIX}{name}")
+    Endpoint::sort_key(name)
 }
 
 /// Zero-padded so versions sort numerically under their prefix.
@@ -65,13 +92,6 @@ pub fn deleted_sk(endpoint_id: Uuid) -> String {
     format!("{DELETED_PREFIX}{endpoint_id}")
 }
 
-/// An endpoint as read, with the Store item's version that a write must still find.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stored {
-    pub endpoint: Endpoint,
-    pub version: u64,
-}
-
 /// A soft-deleted endpoint, kept for the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Deleted {
@@ -80,19 +100,9 @@ pub struct Deleted {
     pub deleted_at: DateTime<Utc>,
 }
 
-pub async fn get(
-    store: &dyn Store,
-    team_id: i64,
-    name: &str,
-) -> Result<Option<Stored>, StoreError> {
-    let stored = store::get_versioned(store, &team_pk(team_id), &endpoint_sk(name)).await?;
-    Ok(stored.map(|(endpoint, version)| Stored { endpoint, version }))
-}
-
 /// Every live endpoint of a project, by name.
 pub async fn list(store: &dyn Store, team_id: i64) -> Result<Vec<Endpoint>, StoreError> {
-    let mut endpoints: Vec<Endpoint> =
-        store::list_prefix(store, &team_pk(team_id), ENDPOINT_PREFIX).await?;
+    let mut endpoints = list_all(store, team_id).await?;
     endpoints.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(endpoints)
 }
@@ -193,11 +203,11 @@ pub async fn create(
             condition: Condition::NotExists,
         },
         record(
+            endpoint,
             actor,
             activity::CREATED,
             None,
             &after,
-            endpoint,
             endpoint.created_at,
         )
         .put_op()?,
@@ -432,11 +442,11 @@ fn plan_update(
     let before_view = view(before, current, &others_before)?;
     let after_view = view(after, current_after, &others)?;
     let entry = record(
+        after,
         actor,
         activity::UPDATED,
         Some(&before_view),
         &after_view,
-        after,
         after.updated_at,
     )
     .entry();
@@ -481,7 +491,7 @@ pub async fn delete(
                 item: Item::of(pk.clone(), deleted_sk(endpoint.id), &deleted)?,
                 condition: Condition::None,
             },
-            record(actor, activity::DELETED, None, &before, &endpoint, at).put_op()?,
+            record(&endpoint, actor, activity::DELETED, None, &before, at).put_op()?,
         ];
         match store.transact_write(ops).await {
             Ok(()) => return Ok(Some(endpoint)),
@@ -613,26 +623,4 @@ fn view(endpoint: &Endpoint, current: &Version, others: &[&Version]) -> Result<V
         fields.insert("versions".into(), Value::Object(map));
     }
     Ok(Value::Object(fields))
-}
-
-fn record<'a>(
-    actor: &Actor,
-    activity: &'a str,
-    before: Option<&'a Value>,
-    after: &'a Value,
-    endpoint: &Endpoint,
-    at: DateTime<Utc>,
-) -> Record<'a> {
-    Record {
-        team_id: endpoint.team_id,
-        actor: actor.clone(),
-        activity,
-        scope: SCOPE,
-        item_id: endpoint.id.to_string(),
-        name: Some(endpoint.name.clone()),
-        before,
-        after,
-        ignored_fields: IGNORED_IN_DIFFS,
-        at,
-    }
 }

@@ -4,78 +4,39 @@
 //! counter and the activity entries are written in one transaction.
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor, Record};
-use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
+use common::activity::{self, Actor};
+use common::repository::{self as entities, Entity};
+use common::store::{self, Store, StoreError, WriteOp};
 use feature_flags::FeatureFlag;
 use feature_flags::repository::{self as flags, NewFlag};
-use serde_json::Value;
 
 use crate::Experiment;
 
 /// The activity log's scope for experiments (PostHog's model name).
 pub const SCOPE: &str = "Experiment";
 
-const EXPERIMENT_PREFIX: &str = "EXPERIMENT#";
 const COUNTER_SK: &str = "COUNTER#EXPERIMENT";
 
-pub(crate) fn team_pk(team_id: i64) -> String {
-    format!("TEAM#{team_id}")
+impl Entity for Experiment {
+    const PREFIX: &'static str = "EXPERIMENT#";
+    const SCOPE: &'static str = SCOPE;
+
+    fn display_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn deleted(&self) -> bool {
+        self.deleted
+    }
 }
+
+common::stamped!(Experiment, i64);
+common::entity_reads! { Experiment, i64, Stored { experiment, item_version }, live }
 
 /// Zero-padded so sort-key order is id order.
 pub fn experiment_sk(id: i64) -> String {
-    format!("{EXPERIMENT_PREFIX}{id:019}")
+    Experiment::sort_key(&id)
 }
-
-/// An experiment as read, with the Store item's version that a write must still find.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stored {
-    pub experiment: Experiment,
-    pub item_version: u64,
-}
-
-/// Every experiment of a project, deleted ones included, in id order.
-pub async fn list_all(store: &dyn Store, team_id: i64) -> Result<Vec<Experiment>, StoreError> {
-    store::list_prefix(store, &team_pk(team_id), EXPERIMENT_PREFIX).await
-}
-
-/// Every experiment of a project that is not deleted, in id order.
-pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<Experiment>, StoreError> {
-    let mut experiments = list_all(store, team_id).await?;
-    experiments.retain(|experiment| !experiment.deleted);
-    Ok(experiments)
-}
-
-/// One experiment, deleted or not.
-pub async fn get(store: &dyn Store, team_id: i64, id: i64) -> Result<Option<Stored>, StoreError> {
-    let stored = store::get_versioned(store, &team_pk(team_id), &experiment_sk(id)).await?;
-    Ok(stored.map(|(experiment, item_version)| Stored {
-        experiment,
-        item_version,
-    }))
-}
-
-/// One experiment unless it is deleted (what every read shows; deleted experiments vanish).
-pub async fn get_live(
-    store: &dyn Store,
-    team_id: i64,
-    id: i64,
-) -> Result<Option<Experiment>, StoreError> {
-    Ok(get(store, team_id, id)
-        .await?
-        .map(|stored| stored.experiment)
-        .filter(|experiment| !experiment.deleted))
-}
-
-/// Top-level fields of a stored experiment that are bookkeeping, not changes worth a log line.
-const IGNORED_IN_DIFFS: &[&str] = &[
-    "id",
-    "team_id",
-    "version",
-    "created_at",
-    "updated_at",
-    "created_by",
-];
 
 /// What happens to the experiment's flag in the experiment's transaction.
 #[derive(Debug)]
@@ -123,39 +84,15 @@ pub async fn create(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Written, WriteError> {
-    let pk = team_pk(team_id);
     for attempt in 0..store::UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        entities::pause_before(attempt).await;
         let mut experiment = experiment.clone();
         let (mut ops, written_flag) = plan_flag(store, team_id, &flag, actor, at).await?;
         if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
             experiment.feature_flag_id = flag.id;
         }
-        let (id, counter) = store::claim_next_id(store, &pk, COUNTER_SK).await?;
-        experiment.id = id;
-        experiment.team_id = team_id;
-        experiment.version = 1;
-        experiment.created_at = at;
-        experiment.updated_at = Some(at);
-        let after = encode(&pk, &experiment)?;
-        ops.push(counter);
-        ops.push(WriteOp::Put {
-            item: Item::of(pk.clone(), experiment_sk(experiment.id), &experiment)?,
-            condition: Condition::NotExists,
-        });
-        ops.push(
-            record(
-                team_id,
-                actor,
-                activity::CREATED,
-                None,
-                &after,
-                &experiment,
-                at,
-            )
-            .put_op()?,
+        ops.extend(
+            entities::plan_numbered(store, COUNTER_SK, &mut experiment, team_id, actor, at).await?,
         );
         match store.transact_write(ops).await {
             Ok(()) => {
@@ -200,43 +137,25 @@ pub async fn save(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Written, WriteError> {
-    let pk = team_pk(team_id);
     let old = &before.experiment;
-    after.id = old.id;
-    after.team_id = team_id;
-    after.version = old.version + 1;
-    after.created_at = old.created_at;
-    after.created_by = old.created_by;
-    after.updated_at = Some(at);
     let (mut ops, written_flag) = plan_flag(store, team_id, &flag, actor, at).await?;
     if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
         after.feature_flag_id = flag.id;
     }
-    let mut item = Item::of(pk.clone(), experiment_sk(old.id), &after)?;
-    item.version = before.item_version + 1;
-    ops.push(WriteOp::Put {
-        item,
-        condition: Condition::VersionEquals(before.item_version),
-    });
-    let before_value = encode(&pk, old)?;
-    let after_value = encode(&pk, &after)?;
     let activity = if !old.deleted && after.deleted {
         activity::DELETED
     } else {
         activity::UPDATED
     };
-    ops.push(
-        record(
-            team_id,
-            actor,
-            activity,
-            Some(&before_value),
-            &after_value,
-            &after,
-            at,
-        )
-        .put_op()?,
-    );
+    ops.extend(entities::plan_save(
+        team_id,
+        old,
+        before.item_version,
+        &mut after,
+        activity,
+        actor,
+        at,
+    )?);
     match store.transact_write(ops).await {
         Ok(()) => Ok(Written {
             experiment: after,
@@ -276,40 +195,10 @@ async fn plan_flag(
     })
 }
 
-fn encode(pk: &str, experiment: &Experiment) -> Result<Value, StoreError> {
-    serde_json::to_value(experiment).map_err(|source| StoreError::Encode {
-        pk: pk.to_owned(),
-        sk: experiment_sk(experiment.id),
-        source,
-    })
-}
-
-fn record<'a>(
-    team_id: i64,
-    actor: &Actor,
-    activity: &'a str,
-    before: Option<&'a Value>,
-    after: &'a Value,
-    experiment: &Experiment,
-    at: DateTime<Utc>,
-) -> Record<'a> {
-    Record {
-        team_id,
-        actor: actor.clone(),
-        activity,
-        scope: SCOPE,
-        item_id: experiment.id.to_string(),
-        name: Some(experiment.name.clone()),
-        before,
-        after,
-        ignored_fields: IGNORED_IN_DIFFS,
-        at,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
     use feature_flags::model::{EvaluationRuntime, FlagFilters};
 
     fn draft(name: &str) -> Experiment {
@@ -336,7 +225,7 @@ mod tests {
     async fn concurrent_creates_count_up_and_keys_and_versions_are_guarded() {
         let store = common::testing::memory_store();
         let actor = Actor::system();
-        let at = Utc::now();
+        let at = Utc.with_ymd_and_hms(2025, 1, 2, 3, 4, 5).unwrap();
         let (a, b) = tokio::join!(
             create(&store, 1, draft("a"), new_flag("a"), &actor, at),
             create(&store, 1, draft("b"), new_flag("b"), &actor, at),

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::repository::team_pk;
+use common::repository::team_pk;
 
 /// The job that runs a recalculation (it lives in `query-service`; families queue it by name
 /// through `common::jobs::Jobs::enqueue_named`, so they link no query engine).

@@ -5,7 +5,8 @@
 //! hold one key and no change exists without its log entry.
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor, Record};
+use common::activity::{self, Actor};
+use common::repository::{self as entities, Entity, team_pk};
 use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -16,37 +17,33 @@ use crate::model::{EvaluationRuntime, FlagFilters};
 /// The activity log's scope for flags (PostHog's model name).
 pub const SCOPE: &str = "FeatureFlag";
 
-/// Top-level fields of a stored flag that are bookkeeping, not changes worth a log line.
-const IGNORED_IN_DIFFS: &[&str] = &[
-    "id",
-    "team_id",
-    "version",
-    "created_at",
-    "updated_at",
-    "created_by",
-];
-
-const FLAG_PREFIX: &str = "FLAG#";
 const COUNTER_SK: &str = "COUNTER#FLAG";
 
-fn team_pk(team_id: i64) -> String {
-    format!("TEAM#{team_id}")
+impl Entity for FeatureFlag {
+    const PREFIX: &'static str = "FLAG#";
+    const SCOPE: &'static str = SCOPE;
+    /// A deleted flag keeps its history (PostHog's flags viewset reads it with the deleted).
+    const HISTORY_OUTLIVES_DELETE: bool = true;
+
+    fn display_name(&self) -> String {
+        self.key.clone()
+    }
+
+    fn deleted(&self) -> bool {
+        self.deleted
+    }
 }
+
+common::stamped!(FeatureFlag, i64);
+common::entity_reads! { FeatureFlag, i64, Stored { flag, item_version }, live }
 
 /// Zero-padded so sort-key order is id order.
 pub fn flag_sk(id: i64) -> String {
-    format!("{FLAG_PREFIX}{id:019}")
+    FeatureFlag::sort_key(&id)
 }
 
 fn key_sk(key: &str) -> String {
     format!("FLAGKEY#{key}")
-}
-
-/// A flag as read, with the Store item's version that a write must still find.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stored {
-    pub flag: FeatureFlag,
-    pub item_version: u64,
 }
 
 /// What a new flag holds; the rest (id, version, timestamps) the repository fills.
@@ -80,32 +77,6 @@ pub enum WriteError {
 #[derive(Serialize, Deserialize)]
 struct KeyClaim {
     flag_id: i64,
-}
-
-/// Every flag of a project that is not deleted (active or not), in id order.
-pub async fn list_live(store: &dyn Store, team_id: i64) -> Result<Vec<FeatureFlag>, StoreError> {
-    let mut flags: Vec<FeatureFlag> =
-        store::list_prefix(store, &team_pk(team_id), FLAG_PREFIX).await?;
-    flags.retain(|flag| !flag.deleted);
-    Ok(flags)
-}
-
-/// One flag, deleted or not.
-pub async fn get(store: &dyn Store, team_id: i64, id: i64) -> Result<Option<Stored>, StoreError> {
-    let stored = store::get_versioned(store, &team_pk(team_id), &flag_sk(id)).await?;
-    Ok(stored.map(|(flag, item_version)| Stored { flag, item_version }))
-}
-
-/// One flag unless it is deleted (what every read route shows).
-pub async fn get_live(
-    store: &dyn Store,
-    team_id: i64,
-    id: i64,
-) -> Result<Option<FeatureFlag>, StoreError> {
-    Ok(get(store, team_id, id)
-        .await?
-        .map(|stored| stored.flag)
-        .filter(|flag| !flag.deleted))
 }
 
 /// The writes of a flag creation, built but not executed, so that another entity (an experiment)
@@ -142,16 +113,16 @@ pub async fn plan_create_many(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<(Vec<FeatureFlag>, Vec<WriteOp>), StoreError> {
-    let pk = team_pk(team_id);
     let count = i64::try_from(new.len()).unwrap_or(i64::MAX);
     if count == 0 {
         return Ok((Vec::new(), Vec::new()));
     }
-    let (first, counter) = store::claim_next_ids(store, &pk, COUNTER_SK, count).await?;
+    let (first, counter) =
+        store::claim_next_ids(store, &team_pk(team_id), COUNTER_SK, count).await?;
     let mut ops = vec![counter];
     let mut flags = Vec::with_capacity(new.len());
     for (id, new) in (first..).zip(new) {
-        let flag = FeatureFlag {
+        let mut flag = FeatureFlag {
             id,
             team_id,
             key: new.key,
@@ -167,15 +138,8 @@ pub async fn plan_create_many(
             created_at: at,
             updated_at: Some(at),
         };
-        let after = encode(&pk, &flag)?;
-        ops.extend([
-            WriteOp::Put {
-                item: Item::of(pk.clone(), flag_sk(flag.id), &flag)?,
-                condition: Condition::NotExists,
-            },
-            claim_op(team_id, &flag)?,
-            record(team_id, actor, activity::CREATED, None, &after, &flag, at).put_op()?,
-        ]);
+        ops.extend(entities::plan_new(&mut flag, team_id, actor, at)?);
+        ops.push(claim_op(team_id, &flag)?);
         flags.push(flag);
     }
     Ok((flags, ops))
@@ -204,9 +168,7 @@ pub async fn create(
     at: DateTime<Utc>,
 ) -> Result<FeatureFlag, WriteError> {
     for attempt in 0..store::UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        entities::pause_before(attempt).await;
         let planned = plan_create(store, team_id, new.clone(), actor, at).await?;
         match store.transact_write(planned.ops).await {
             Ok(()) => return Ok(planned.flag),
@@ -232,26 +194,26 @@ pub fn plan_save(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Planned, StoreError> {
-    let pk = team_pk(team_id);
     let old = &before.flag;
-    after.id = old.id;
-    after.team_id = team_id;
-    after.version = old.version + 1;
-    after.created_at = old.created_at;
-    after.created_by = old.created_by;
-    after.updated_at = Some(at);
-
-    let mut item = Item::of(pk.clone(), flag_sk(old.id), &after)?;
-    item.version = before.item_version + 1;
-    let mut ops = vec![WriteOp::Put {
-        item,
-        condition: Condition::VersionEquals(before.item_version),
-    }];
     let was_live = !old.deleted;
     let is_live = !after.deleted;
+    let activity = if was_live && !is_live {
+        activity::DELETED
+    } else {
+        activity::UPDATED
+    };
+    let mut ops = entities::plan_save(
+        team_id,
+        old,
+        before.item_version,
+        &mut after,
+        activity,
+        actor,
+        at,
+    )?;
     if was_live && (!is_live || old.key != after.key) {
         ops.push(WriteOp::Delete {
-            pk: pk.clone(),
+            pk: team_pk(team_id),
             sk: key_sk(&old.key),
             condition: Condition::None,
         });
@@ -259,25 +221,6 @@ pub fn plan_save(
     if is_live && (!was_live || old.key != after.key) {
         ops.push(claim_op(team_id, &after)?);
     }
-    let before_value = encode(&pk, old)?;
-    let after_value = encode(&pk, &after)?;
-    let activity = if was_live && !is_live {
-        activity::DELETED
-    } else {
-        activity::UPDATED
-    };
-    ops.push(
-        record(
-            team_id,
-            actor,
-            activity,
-            Some(&before_value),
-            &after_value,
-            &after,
-            at,
-        )
-        .put_op()?,
-    );
     Ok(Planned { flag: after, ops })
 }
 
@@ -310,14 +253,6 @@ pub async fn save(
     }
 }
 
-fn encode(pk: &str, flag: &FeatureFlag) -> Result<serde_json::Value, StoreError> {
-    serde_json::to_value(flag).map_err(|source| StoreError::Encode {
-        pk: pk.to_owned(),
-        sk: flag_sk(flag.id),
-        source,
-    })
-}
-
 fn claim_op(team_id: i64, flag: &FeatureFlag) -> Result<WriteOp, StoreError> {
     Ok(WriteOp::Put {
         item: Item::of(
@@ -327,29 +262,6 @@ fn claim_op(team_id: i64, flag: &FeatureFlag) -> Result<WriteOp, StoreError> {
         )?,
         condition: Condition::NotExists,
     })
-}
-
-fn record<'a>(
-    team_id: i64,
-    actor: &Actor,
-    activity: &'a str,
-    before: Option<&'a serde_json::Value>,
-    after: &'a serde_json::Value,
-    flag: &FeatureFlag,
-    at: DateTime<Utc>,
-) -> Record<'a> {
-    Record {
-        team_id,
-        actor: actor.clone(),
-        activity,
-        scope: SCOPE,
-        item_id: flag.id.to_string(),
-        name: Some(flag.key.clone()),
-        before,
-        after,
-        ignored_fields: IGNORED_IN_DIFFS,
-        at,
-    }
 }
 
 /// The claim of `key` in a project, if a live flag holds it: the holder's id.
@@ -368,6 +280,7 @@ pub async fn key_holder(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
     use serde_json::json;
 
     fn sample_filters(rollout_percentage: f64) -> FlagFilters {
@@ -394,7 +307,7 @@ mod tests {
     async fn ids_keys_updates_and_soft_deletes() {
         let store = common::testing::memory_store();
         let actor = Actor::system();
-        let now = Utc::now();
+        let now = Utc.with_ymd_and_hms(2025, 1, 2, 3, 4, 5).unwrap();
         let a = create(&store, 1, new_flag("a"), &actor, now).await.unwrap();
         let b = create(&store, 1, new_flag("b"), &actor, now).await.unwrap();
         let other = create(&store, 2, new_flag("a"), &actor, now).await.unwrap();

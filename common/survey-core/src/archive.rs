@@ -11,7 +11,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::Survey;
-use crate::repository::{record, team_pk};
+use common::repository::{record, team_pk};
 
 pub const ARCHIVED: &str = "response_archived";
 pub const UNARCHIVED: &str = "response_unarchived";
@@ -72,7 +72,7 @@ pub async fn archive(
             )?,
             condition: Condition::NotExists,
         },
-        record(actor, ARCHIVED, None, &after, survey, at).put_op()?,
+        record(survey, actor, ARCHIVED, None, &after, at).put_op()?,
     ];
     match store.transact_write(ops).await {
         Ok(()) => Ok(true),
@@ -96,7 +96,7 @@ pub async fn unarchive(
             sk: archive_sk(survey.id, response),
             condition: Condition::Exists,
         },
-        record(actor, UNARCHIVED, None, &before, survey, at).put_op()?,
+        record(survey, actor, UNARCHIVED, None, &before, at).put_op()?,
     ];
     match store.transact_write(ops).await {
         Ok(()) => Ok(true),

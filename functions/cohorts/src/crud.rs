@@ -11,7 +11,6 @@ use common::error::ApiResult;
 use common::http::Json;
 use common::http::item_id;
 use common::pagination::Pagination;
-use common::store;
 use common::{AppState, Authenticated};
 
 use crate::shared::{READ, UPDATE_ATTEMPTS, WRITE, load, render, write_error};
@@ -96,9 +95,7 @@ pub async fn update(
     let restoring = body.deleted == Some(false);
     let actor = Actor::user(&auth.user);
     for attempt in 0..UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        common::repository::pause_before(attempt).await;
         let before = load(store, project.id, id, restoring).await?;
         let updated = service::update(store, project.id, &body, &before.cohort).await?;
         let at = state.clock.now();

@@ -5,10 +5,11 @@
 
 mod crud;
 mod membership;
-mod reads;
 mod shared;
 
 use axum::routing::{get, patch};
+use cohort_core::Cohort;
+use common::activity::routes as activity;
 use common::routes::Routes;
 
 const BASE: &str = "/api/projects/{project_id}/cohorts";
@@ -21,7 +22,7 @@ fn path(tail: &str) -> String {
 pub fn router() -> Routes {
     Routes::new()
         .route(&path(""), get(crud::list).post(crud::create))
-        .route(&path("/activity"), get(reads::activity_of_all))
+        .route(&path("/activity"), get(activity::of_all::<Cohort>))
         .route(
             &path("/{id}"),
             get(crud::retrieve)
@@ -29,7 +30,7 @@ pub fn router() -> Routes {
                 .put(crud::update)
                 .delete(crud::destroy),
         )
-        .route(&path("/{id}/activity"), get(reads::activity_of_one))
+        .route(&path("/{id}/activity"), get(activity::of_one::<Cohort>))
         .route(&path("/{id}/persons"), get(membership::persons))
         .route(
             &path("/{id}/add_persons_to_static_cohort"),

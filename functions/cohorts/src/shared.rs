@@ -10,7 +10,6 @@ use serde_json::Value;
 pub const READ: Scope = Scope::read("cohort");
 pub const WRITE: Scope = Scope::write("cohort");
 pub const PERSON_READ: Scope = Scope::read("person");
-pub const ACTIVITY_READ: Scope = Scope::read("activity_log");
 
 /// Tries of a change before it answers 409 (each try is one read and one transaction).
 pub const UPDATE_ATTEMPTS: u32 = 16;

@@ -11,7 +11,7 @@ use cohort_core::{Cohort, Filters};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::http::item_id;
-use common::store::{self, Condition, Item, WriteOp};
+use common::store::{Condition, Item, WriteOp};
 use common::{AppState, Authenticated};
 use experiment_core::Experiment;
 use experiment_core::repository::experiment_sk;
@@ -36,9 +36,7 @@ pub async fn create(
     let id = item_id(&id)?;
     let actor = Actor::user(&auth.user);
     for attempt in 0..ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        common::repository::pause_before(attempt).await;
         let loaded = load(store, project.id, id, false).await?;
         let experiment = &loaded.stored.experiment;
         let flag = loaded
@@ -81,7 +79,7 @@ pub async fn create(
             next.version += 1;
             next.updated_at = Some(at);
             let mut item = Item::of(
-                cohort_store::team_pk(project.id),
+                common::repository::team_pk(project.id),
                 experiment_sk(next.id),
                 &next,
             )?;

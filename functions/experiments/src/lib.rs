@@ -10,7 +10,9 @@ mod shared;
 mod timeseries;
 
 use axum::routing::{get, post};
+use common::activity::routes as activity;
 use common::routes::Routes;
+use experiment_core::Experiment;
 
 const BASE: &str = "/api/projects/{project_id}/experiments";
 
@@ -22,7 +24,7 @@ fn path(tail: &str) -> String {
 pub fn router() -> Routes {
     Routes::new()
         .route(&path(""), get(crud::list).post(crud::create))
-        .route(&path("/activity"), get(reads::activity_of_all))
+        .route(&path("/activity"), get(activity::of_all::<Experiment>))
         .route(
             &path("/eligible_feature_flags"),
             get(reads::eligible_feature_flags),
@@ -35,7 +37,7 @@ pub fn router() -> Routes {
                 .put(crud::update)
                 .delete(crud::destroy),
         )
-        .route(&path("/{id}/activity"), get(reads::activity_of_one))
+        .route(&path("/{id}/activity"), get(activity::of_one::<Experiment>))
         .route(&path("/{id}/launch"), post(actions::launch))
         .route(&path("/{id}/pause"), post(actions::pause))
         .route(&path("/{id}/resume"), post(actions::resume))

@@ -1,12 +1,10 @@
 //! Reads beside the experiments themselves (reference 2.7, section 0): flags an experiment may
-//! run on, velocity stats, and the activity log.
+//! run on and velocity stats (the activity log is `common::activity::routes`).
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use common::activity::{self, ActivityPage};
 use common::error::{ApiError, ApiResult};
-use common::http::item_id;
 use common::{AppState, Authenticated};
 use experiment_core::repository;
 use feature_flags::FeatureFlag;
@@ -15,7 +13,7 @@ use feature_flags::render::Creators;
 use feature_flags::repository as flags;
 use serde_json::json;
 
-use crate::shared::{ACTIVITY_READ, FLAG_READ, READ, created_by_param};
+use crate::shared::{FLAG_READ, READ, created_by_param};
 
 const ELIGIBLE_DEFAULT_LIMIT: usize = 20;
 const ELIGIBLE_MAX_LIMIT: usize = 100;
@@ -147,35 +145,4 @@ pub async fn stats(
     let velocity =
         experiment_core::velocity::velocity(&experiments, &project.timezone, state.clock.now());
     Ok(axum::Json(velocity).into_response())
-}
-
-/// `GET /experiments/activity`: every experiment's history, newest first.
-pub async fn activity_of_all(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path(project): Path<String>,
-    page: ActivityPage,
-) -> ApiResult<Response> {
-    let store = state.store.as_ref();
-    let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let entries = activity::list(store, project.id, repository::SCOPE, None).await?;
-    Ok(axum::Json(page.answer(&entries)).into_response())
-}
-
-/// `GET /experiments/:id/activity`: one experiment's history (404 when deleted or unknown).
-pub async fn activity_of_one(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, id)): Path<(String, String)>,
-    page: ActivityPage,
-) -> ApiResult<Response> {
-    let store = state.store.as_ref();
-    let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let id = item_id(&id)?;
-    if repository::get_live(store, project.id, id).await?.is_none() {
-        return Err(ApiError::not_found());
-    }
-    let entries =
-        activity::list(store, project.id, repository::SCOPE, Some(&id.to_string())).await?;
-    Ok(axum::Json(page.answer(&entries)).into_response())
 }

@@ -6,7 +6,7 @@ use common::AppState;
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::models::{Scope, User, UserKey};
-use common::store::{self, Store};
+use common::store::Store;
 use experiment_core::Experiment;
 use experiment_core::repository::{self, FlagWrite, WriteError};
 use feature_flags::FeatureFlag;
@@ -15,7 +15,6 @@ use feature_flags::repository as flags;
 pub const READ: Scope = Scope::read("experiment");
 pub const WRITE: Scope = Scope::write("experiment");
 pub const FLAG_READ: Scope = Scope::read("feature_flag");
-pub const ACTIVITY_READ: Scope = Scope::read("activity_log");
 
 /// `created_by_id`: a user's integer id (as PostHog's clients send it) or uuid; empty is no
 /// filter, as in PostHog; anything else is a 400.
@@ -110,9 +109,7 @@ where
     let store = state.store.as_ref();
     let actor = Actor::user(user);
     for attempt in 0..UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        common::repository::pause_before(attempt).await;
         let loaded = load(store, team_id, id, deleted_too).await?;
         let (next, next_flag) = change(&loaded)?;
         let flag_write = match (next_flag, &loaded.flag) {

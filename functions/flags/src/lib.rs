@@ -7,7 +7,9 @@ mod definitions;
 mod sdk;
 
 use axum::routing::get;
+use common::activity::routes as activity;
 use common::routes::Routes;
+use feature_flags::FeatureFlag;
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Routes {
@@ -18,7 +20,7 @@ pub fn router() -> Routes {
         )
         .route(
             "/api/projects/{project_id}/feature_flags/activity",
-            get(crud::activity_of_all),
+            get(activity::of_all::<FeatureFlag>),
         )
         .route(
             "/api/projects/{project_id}/feature_flags/local_evaluation",
@@ -33,7 +35,7 @@ pub fn router() -> Routes {
         )
         .route(
             "/api/projects/{project_id}/feature_flags/{id}/activity",
-            get(crud::activity_of_one),
+            get(activity::of_one::<FeatureFlag>),
         )
         .route(
             "/api/feature_flag/local_evaluation",

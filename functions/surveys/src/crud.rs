@@ -49,7 +49,7 @@ pub async fn list(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let mut surveys = repository::list(store, project.id).await?;
+    let mut surveys = repository::list_all(store, project.id).await?;
     if let Some(archived) = params.archived.as_deref() {
         let archived = truthy(Some(archived));
         surveys.retain(|s| s.archived == archived);
@@ -121,9 +121,7 @@ pub async fn create(
     let project = auth.project(store, &project, WRITE).await?;
     let actor = Actor::user(&auth.user);
     for attempt in 0..UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        common::repository::pause_before(attempt).await;
         let at = state.clock.now();
         let checked = validate::create(store, project.id, body.clone(), at).await?;
         let mut survey = checked.survey;
@@ -200,9 +198,7 @@ where
 {
     let store = state.store.as_ref();
     for attempt in 0..UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        common::repository::pause_before(attempt).await;
         let before = load(store, team_id, id).await?;
         let at = state.clock.now();
         let Some((mut survey, targeting, kind)) = decide(before.clone(), at).await? else {
@@ -239,9 +235,7 @@ pub async fn destroy(
     let project = auth.project(store, &project, WRITE).await?;
     let actor = Actor::user(&auth.user);
     for attempt in 0..UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        common::repository::pause_before(attempt).await;
         let before = load(store, project.id, &id).await?;
         let at = state.clock.now();
         let owned = Owned::load(store, &before.survey).await?;
@@ -271,7 +265,7 @@ pub async fn question_labels(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let mut surveys = repository::list(store, project.id).await?;
+    let mut surveys = repository::list_all(store, project.id).await?;
     surveys.sort_by_key(|s| std::cmp::Reverse(s.created_at));
     let labels: Vec<Value> = surveys
         .iter()

@@ -4,7 +4,6 @@
 //! (SQL-dialect queries through the query service), duplicate to projects, summaries and the
 //! activity log.
 
-mod activity;
 mod crud;
 mod duplicate;
 mod lifecycle;
@@ -16,7 +15,9 @@ mod stats;
 mod summaries;
 
 use axum::routing::{get, post};
+use common::activity::routes as activity;
 use common::routes::Routes;
+use survey_core::Survey;
 
 const BASE: &str = "/api/projects/{project_id}/surveys";
 
@@ -29,7 +30,7 @@ pub fn router() -> Routes {
     Routes::new()
         .route("/api/surveys", get(public::surveys))
         .route(&path(""), get(crud::list).post(crud::create))
-        .route(&path("/activity"), get(activity::of_all))
+        .route(&path("/activity"), get(activity::of_all::<Survey>))
         .route(&path("/stats"), get(stats::global))
         .route(&path("/responses_count"), get(stats::responses_count))
         .route(&path("/question_labels"), get(crud::question_labels))
@@ -40,7 +41,7 @@ pub fn router() -> Routes {
                 .put(crud::update)
                 .delete(crud::destroy),
         )
-        .route(&path("/{id}/activity"), get(activity::of_one))
+        .route(&path("/{id}/activity"), get(activity::of_one::<Survey>))
         .route(&path("/{id}/launch"), post(lifecycle::launch))
         .route(&path("/{id}/stop"), post(lifecycle::stop))
         .route(&path("/{id}/stats"), get(stats::of_one))

@@ -28,7 +28,7 @@ pub async fn surveys(
     let token = params.token.as_deref().or(params.api_key.as_deref());
     let team_id = project_tokens::project_for(&state, token).await?;
     let store = state.store.as_ref();
-    let mut surveys = repository::list(store, team_id).await?;
+    let mut surveys = repository::list_all(store, team_id).await?;
     surveys.retain(|survey| !survey.archived);
     surveys.sort_by_key(|s| std::cmp::Reverse(s.created_at));
     // Every page load of posthog-js asks: the flags come from this process's copy of the

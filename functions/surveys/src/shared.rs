@@ -13,7 +13,6 @@ use uuid::Uuid;
 pub const READ: Scope = Scope::read("survey");
 pub const WRITE: Scope = Scope::write("survey");
 pub const QUERY_READ: Scope = Scope::read("query");
-pub const ACTIVITY_READ: Scope = Scope::read("activity_log");
 
 /// Tries of a change before it answers 409 (each try is one read and one transaction).
 pub const UPDATE_ATTEMPTS: u32 = 16;

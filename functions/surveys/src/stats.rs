@@ -92,7 +92,7 @@ pub async fn global(
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
     let window = window(params.date_from.as_deref(), params.date_to.as_deref())?;
-    let mut surveys = repository::list(store, project.id).await?;
+    let mut surveys = repository::list_all(store, project.id).await?;
     surveys.retain(|s| !s.archived);
     let surveys: Vec<&Survey> = surveys.iter().collect();
     let answer = query_service::surveys::global_stats(
@@ -122,7 +122,7 @@ pub async fn responses_count(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let surveys = repository::list(store, project.id).await?;
+    let surveys = repository::list_all(store, project.id).await?;
     let only = match params
         .survey_ids
         .as_deref()

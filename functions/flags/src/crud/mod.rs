@@ -1,5 +1,5 @@
-//! `/api/projects/:project_id/feature_flags/`: CRUD and the activity log. Every write is one
-//! Store transaction with its activity entry, then tells the SDK cache that definitions changed.
+//! `/api/projects/:project_id/feature_flags/`: CRUD. Every write is one Store transaction with its
+//! activity entry, then tells the SDK cache that definitions changed.
 
 mod body;
 mod payload;
@@ -9,13 +9,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cohort_core::Cohort;
-use common::activity::{self, ActivityPage, Actor};
+use common::activity::{self, Actor};
 use common::error::{ApiError, ApiResult, ErrorType};
 use common::http::Json;
 use common::http::item_id;
 use common::models::{Project, Scope};
 use common::pagination::Pagination;
-use common::store::{self, Store};
+use common::store::Store;
 use common::{AppState, Authenticated};
 use feature_flags::model::{FlagFilters, FlagKind};
 use feature_flags::repository::{self, NewFlag, WriteError};
@@ -27,7 +27,6 @@ use payload::Creators;
 
 const FLAG_READ: Scope = Scope::read("feature_flag");
 const FLAG_WRITE: Scope = Scope::write("feature_flag");
-const ACTIVITY_READ: Scope = Scope::read("activity_log");
 /// Tries of an update before it answers 409: generous, since an update without `version` must
 /// not be lost to a burst of concurrent editors (each try is one read and one transaction).
 const UPDATE_ATTEMPTS: u32 = 32;
@@ -229,9 +228,7 @@ pub async fn update(
     }
     let actor = Actor::user(&auth.user);
     for attempt in 0..UPDATE_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(store::conflict_backoff(attempt)).await;
-        }
+        common::repository::pause_before(attempt).await;
         let stored = repository::get(store, project.id, id)
             .await?
             .filter(|stored| !stored.flag.deleted)
@@ -305,35 +302,4 @@ pub async fn destroy(
         "method_not_allowed",
         "Hard delete of this model is not allowed. Use a patch API call to set \"deleted\" to true",
     ))
-}
-
-/// `GET /feature_flags/activity/`: every flag's history, newest first.
-pub async fn activity_of_all(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path(project): Path<String>,
-    page: ActivityPage,
-) -> ApiResult<Response> {
-    let store = state.store.as_ref();
-    let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let entries = activity::list(store, project.id, repository::SCOPE, None).await?;
-    Ok(axum::Json(page.answer(&entries)).into_response())
-}
-
-/// `GET /feature_flags/:id/activity/`: one flag's history (deleted flags keep theirs).
-pub async fn activity_of_one(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, id)): Path<(String, String)>,
-    page: ActivityPage,
-) -> ApiResult<Response> {
-    let store = state.store.as_ref();
-    let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let id = item_id(&id)?;
-    if repository::get(store, project.id, id).await?.is_none() {
-        return Err(ApiError::not_found());
-    }
-    let entries =
-        activity::list(store, project.id, repository::SCOPE, Some(&id.to_string())).await?;
-    Ok(axum::Json(page.answer(&entries)).into_response())
 }
