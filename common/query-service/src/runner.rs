@@ -46,6 +46,44 @@ pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Va
     run_watched(run, cancelled, &sql::Progress::new()).await
 }
 
+/// A service's own run of `node` (a survey's stats, an experiment's day, a flag check): logged,
+/// served from the cache when fresh, never cancelled.
+pub async fn run_logged(
+    state: &AppState,
+    project: &Project,
+    query_id: &str,
+    node: &SqlNode,
+    caller: &Caller,
+) -> Result<Value, QueryError> {
+    let run = Run {
+        state,
+        project,
+        query_id,
+        node,
+        caller,
+        force: false,
+        endpoint: "",
+        log: true,
+    };
+    run_watched(run, std::future::pending(), &sql::Progress::new()).await
+}
+
+/// [`run_logged`] in one of the project's slots (waiting for one).
+pub async fn run_logged_in_slot(
+    state: &AppState,
+    project: &Project,
+    query_id: &str,
+    node: &SqlNode,
+    caller: &Caller,
+) -> Result<Value, QueryError> {
+    let slot = crate::slots::wait(state, project.id).await;
+    let outcome = run_logged(state, project, query_id, node, caller).await;
+    if let Some(slot) = slot {
+        slot.release().await;
+    }
+    outcome
+}
+
 /// [`run`], each query's plan published to `progress` as it starts, so another task can read how
 /// far it has got (an async query's `query_progress`).
 pub async fn run_watched(

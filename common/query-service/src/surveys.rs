@@ -14,8 +14,8 @@ use serde_json::Value;
 use survey_core::Survey;
 use uuid::Uuid;
 
-use crate::runner::{self, Run};
-use crate::{Caller, SqlNode, slots};
+use crate::runner;
+use crate::{Caller, SqlNode};
 
 pub use insights::surveys::Window;
 pub use insights::surveys::questions::QuestionStats;
@@ -178,25 +178,7 @@ async fn run(
         ..SqlNode::default()
     };
     let query_id = Uuid::now_v7().to_string();
-    let slot = slots::wait(state, project.id).await;
-    let outcome = runner::run(
-        Run {
-            state,
-            project,
-            query_id: &query_id,
-            node: &node,
-            caller,
-            force: false,
-            endpoint: "",
-            log: true,
-        },
-        std::future::pending(),
-    )
-    .await;
-    if let Some(slot) = slot {
-        slot.release().await;
-    }
-    let response = outcome?;
+    let response = runner::run_logged_in_slot(state, project, &query_id, &node, caller).await?;
     let strings = |key: &str| -> Vec<String> {
         response[key]
             .as_array()

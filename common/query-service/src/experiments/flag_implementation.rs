@@ -15,7 +15,7 @@ use engine::sql::Bindings;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::runner::{self, Run};
+use crate::runner;
 use crate::{Caller, SqlNode, api_error};
 
 const DEFAULT_LIMIT: u64 = 20;
@@ -115,21 +115,9 @@ pub async fn requires_flag_implementation(
             )
         };
         let query_id = uuid::Uuid::now_v7().simple().to_string();
-        let response = runner::run(
-            Run {
-                state,
-                project,
-                query_id: &query_id,
-                node: &node,
-                caller,
-                force: false,
-                endpoint: "",
-                log: true,
-            },
-            std::future::pending(),
-        )
-        .await
-        .map_err(|error| api_error(&error))?;
+        let response = runner::run_logged(state, project, &query_id, &node, caller)
+            .await
+            .map_err(|error| api_error(&error))?;
         let rows = response["results"].as_array().cloned().unwrap_or_default();
         if rows
             .iter()

@@ -19,8 +19,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::runner::{self, Run};
-use crate::{Caller, SqlNode, slots};
+use crate::runner;
+use crate::{Caller, SqlNode};
 
 /// The node kind this module serves.
 pub const KIND: &str = "ExperimentQuery";
@@ -122,25 +122,7 @@ pub async fn run_as_of(
         experiment: Some(Arc::new(spec)),
         ..SqlNode::structured(structured, None)
     };
-    let slot = slots::wait(state, project.id).await;
-    let outcome = runner::run(
-        Run {
-            state,
-            project,
-            query_id,
-            node: &node,
-            caller: &Caller::default(),
-            force: false,
-            endpoint: "",
-            log: true,
-        },
-        std::future::pending(),
-    )
-    .await;
-    if let Some(slot) = slot {
-        slot.release().await;
-    }
-    outcome
+    runner::run_logged_in_slot(state, project, query_id, &node, &Caller::default()).await
 }
 
 /// The fields every query response carries that are about the request, not the result.
