@@ -8,9 +8,9 @@ use std::time::Instant;
 use chrono::{Duration, Utc};
 use common::AppState;
 use common::models::Project;
-use engine::sql::query_log::{self, QueryLogRecord};
-use engine::sql::{self, Limits, Output, QueryError};
+use engine::{Limits, Output, QueryError};
 use insights::experiments::ExperimentSpec;
+use lake_core::query_log::{self, QueryLogRecord};
 use serde_json::{Value, json};
 
 use crate::errors::log_exception;
@@ -41,7 +41,7 @@ pub fn limits(state: &AppState) -> Limits {
 /// Runs (or serves from cache) and answers PostHog's HogQLQueryResponse; `cancelled`
 /// resolving stops the query where it is.
 pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Value, QueryError> {
-    run_watched(run, cancelled, &sql::Progress::new()).await
+    run_watched(run, cancelled, &engine::Progress::new()).await
 }
 
 /// [`run`], each query's plan published to `progress` as it starts, so another task can read how
@@ -49,7 +49,7 @@ pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Va
 pub async fn run_watched(
     run: Run<'_>,
     cancelled: impl Future<Output = ()>,
-    progress: &sql::Progress,
+    progress: &engine::Progress,
 ) -> Result<Value, QueryError> {
     let clock = Instant::now();
     let mut record = log_record(&run, Utc::now());
@@ -122,8 +122,8 @@ pub async fn log_served(run: &Run<'_>, output: &Output, started_at: chrono::Date
 /// What a run needs before executing: its prepared queries (one for SQL, one or more for a
 /// structured node), a session for each, and the cache key when the result may be cached.
 struct Planned {
-    queries: Vec<sql::Prepared>,
-    sessions: Vec<sql::Session>,
+    queries: Vec<engine::Prepared>,
+    sessions: Vec<engine::Session>,
     compiled: Option<insights::Compiled>,
     cache_key: Option<String>,
 }
@@ -140,7 +140,7 @@ async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Pla
         }
         None => (
             None,
-            vec![sql::prepare_window(
+            vec![engine::prepare_window(
                 &node.text,
                 &bindings(project, node, cohorts.clone())?,
                 node.window,
@@ -150,8 +150,9 @@ async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Pla
     let limits = limits(state);
     let mut sessions = Vec::with_capacity(queries.len());
     for query in &queries {
-        sessions
-            .push(sql::open_session(state, project.id, &project.timezone, query, &limits).await?);
+        sessions.push(
+            engine::open_session(state, project.id, &project.timezone, query, &limits).await?,
+        );
     }
     // The events table's version is in the key, so a cached result is never stale; queries over
     // persons or the log (which change without a version) are not cached. An experiment's
@@ -185,7 +186,7 @@ async fn plan(state: &AppState, project: &Project, node: &SqlNode) -> Result<Pla
     })
 }
 
-fn joined(queries: &[sql::Prepared], text: impl Fn(&sql::Prepared) -> &str) -> String {
+fn joined(queries: &[engine::Prepared], text: impl Fn(&engine::Prepared) -> &str) -> String {
     queries.iter().map(text).collect::<Vec<_>>().join(";\n")
 }
 
@@ -208,7 +209,7 @@ async fn load_cached(state: &AppState, team_id: i64, key: &str) -> Option<Value>
 async fn execute(
     run: &Run<'_>,
     cancelled: impl Future<Output = ()>,
-    progress: &sql::Progress,
+    progress: &engine::Progress,
     record: &mut QueryLogRecord,
 ) -> Result<Value, (QueryError, bool)> {
     let started = Instant::now();
@@ -274,7 +275,7 @@ pub async fn check(state: &AppState, project: &Project, node: &SqlNode) -> Resul
             let experiment = experiments::spec_for(state, project, node).await?;
             compile_with(&context(state, project, experiment, cohorts), structured).map(|_| ())
         }
-        None => sql::prepare(&node.text, &bindings(project, node, cohorts)?).map(|_| ()),
+        None => engine::prepare(&node.text, &bindings(project, node, cohorts)?).map(|_| ()),
     }
 }
 
@@ -286,8 +287,8 @@ pub async fn columns(
 ) -> Result<Vec<(String, String)>, QueryError> {
     let cohorts = cohorts::for_node(state, project, node, None).await?;
     let prepared =
-        sql::prepare_window(&node.text, &bindings(project, node, cohorts)?, node.window)?;
-    let session = sql::open_session(
+        engine::prepare_window(&node.text, &bindings(project, node, cohorts)?, node.window)?;
+    let session = engine::open_session(
         state,
         project.id,
         &project.timezone,
@@ -305,19 +306,19 @@ pub async fn materialization_plan(
     project: &Project,
     node: &SqlNode,
     variable: Option<&str>,
-) -> Result<sql::materialize::Plan, QueryError> {
+) -> Result<engine::materialize::Plan, QueryError> {
     let cohorts = cohorts::for_node(state, project, node, None).await?;
-    sql::materialize::plan(&node.text, &bindings(project, node, cohorts)?, variable)
+    engine::materialize::plan(&node.text, &bindings(project, node, cohorts)?, variable)
 }
 
 /// Runs a materialization plan under the configured limits: the whole result, in Arrow.
 pub async fn collect(
     state: &AppState,
     project: &Project,
-    plan: &sql::materialize::Plan,
-) -> Result<(sql::SchemaRef, Vec<sql::ArrowBatch>), QueryError> {
+    plan: &engine::materialize::Plan,
+) -> Result<(engine::SchemaRef, Vec<engine::ArrowBatch>), QueryError> {
     let limits = limits(state);
-    let session = sql::open_session(
+    let session = engine::open_session(
         state,
         project.id,
         &project.timezone,
@@ -354,7 +355,7 @@ pub(crate) fn plain_context(project: &Project) -> insights::Context {
         timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
         now: Utc::now(),
         week_start_day: project.week_start_day.unwrap_or(0),
-        check_expression: sql::check_expression,
+        check_expression: engine::check_expression,
         experiment: None,
         cohorts: Default::default(),
     }
@@ -372,7 +373,7 @@ fn bindings(
     project: &Project,
     node: &SqlNode,
     cohorts: Arc<insights::cohorts::Cohorts>,
-) -> Result<sql::Bindings, QueryError> {
+) -> Result<engine::Bindings, QueryError> {
     let mut bindings = node.bindings.clone();
     let mut ctx = plain_context(project);
     ctx.cohorts = cohorts;
@@ -382,11 +383,11 @@ fn bindings(
     }
     // `IN COHORT` in the text: each cohort's membership, over the engine's subject column. One
     // that is not found is left out, for the engine's 400 naming it.
-    for reference in sql::cohort_references(&node.text) {
+    for reference in engine::cohort_references(&node.text) {
         let Some(id) = cohorts::resolve(&ctx.cohorts, &reference) else {
             continue;
         };
-        let condition = insights::cohorts::membership(id, sql::COHORT_SUBJECT, &ctx, "query")
+        let condition = insights::cohorts::membership(id, engine::COHORT_SUBJECT, &ctx, "query")
             .map_err(invalid)?;
         bindings.cohorts.insert(reference.key(), condition);
     }
@@ -399,7 +400,7 @@ pub fn compile_structured(
     project: &Project,
     node: &Value,
     experiment: Option<Arc<ExperimentSpec>>,
-) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
+) -> Result<(insights::Compiled, Vec<engine::Prepared>), QueryError> {
     let mut ctx = plain_context(project);
     ctx.experiment = experiment;
     compile_with(&ctx, node)
@@ -408,13 +409,14 @@ pub fn compile_structured(
 fn compile_with(
     ctx: &insights::Context,
     node: &Value,
-) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
+) -> Result<(insights::Compiled, Vec<engine::Prepared>), QueryError> {
     let compiled = insights::compile(node, ctx).map_err(invalid)?;
     let prepared = compiled
         .queries
         .iter()
         .map(|text| {
-            sql::prepare(text, &sql::Bindings::default()).map(sql::Prepared::with_sql_nulls)
+            engine::prepare(text, &engine::Bindings::default())
+                .map(engine::Prepared::with_sql_nulls)
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((compiled, prepared))
@@ -424,7 +426,7 @@ fn compile_with(
 /// fields (the timings name each query).
 fn structured_response(
     run: &Run<'_>,
-    queries: &[sql::Prepared],
+    queries: &[engine::Prepared],
     compiled: insights::Compiled,
     outputs: Vec<Output>,
     started: Instant,
@@ -462,7 +464,7 @@ fn structured_response(
 
 fn response(
     run: &Run<'_>,
-    prepared: &sql::Prepared,
+    prepared: &engine::Prepared,
     output: Output,
     cache_key: Option<&str>,
 ) -> Value {

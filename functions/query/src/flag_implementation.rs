@@ -11,7 +11,7 @@ use axum::extract::{Path, Query, State};
 use chrono::Duration;
 use common::models::Scope;
 use common::{ApiError, ApiResult, AppState, Authenticated};
-use engine::sql::Bindings;
+use engine::Bindings;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
