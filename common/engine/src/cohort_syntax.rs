@@ -1,24 +1,17 @@
-//! HogQL's `x [NOT] IN COHORT <id>` and `x [NOT] IN COHORT 'name'`. The query service finds the
-//! cohorts a text names ([`references`]), loads them and compiles each one's membership over
-//! [`SUBJECT`] into `Bindings::cohorts`; the parser reads the operator as
-//! `x [NOT] IN (__cohort__(<id or name>))`, and [`expand`] puts the membership there, `x` in
-//! place of the subject, before the rewrite checks and rewrites the whole query.
+//! HogQL's `x [NOT] IN COHORT <id>` and `x [NOT] IN COHORT 'name'`, as tokens. The query service
+//! finds the cohorts a text names ([`references`]), loads them and compiles each one's membership
+//! over [`SUBJECT`] into `Bindings::cohorts`; the parser reads the operator as
+//! `x [NOT] IN (__cohort__(<id or name>))` ([`mark`]), and `cohort_expand` puts the membership
+//! there, `x` in place of the subject, before the rewrite checks and rewrites the whole query.
 
-use std::ops::ControlFlow;
-
-use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, Query, Value, VisitMut,
-    VisitorMut,
-};
 use datafusion::sql::sqlparser::dialect::ClickHouseDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace, Word};
 
-use crate::{Bindings, QueryError};
-
 /// The person id column a membership condition is compiled over, replaced by the operand.
 pub const SUBJECT: &str = "__cohort_subject";
-const MARKER: &str = "__cohort__";
+/// The function the parser reads `IN COHORT`'s operand as (see `cohort_expand`).
+pub(crate) const MARKER: &str = "__cohort__";
 
 /// A cohort as a query names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -36,7 +29,7 @@ impl CohortRef {
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Self::Id(id) => format!("Cohort with id {id} does not exist"),
             Self::Name(name) => format!("Could not find a cohort with the name '{name}'"),
@@ -125,107 +118,6 @@ pub fn mark(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         index = operand + 1;
     }
     out
-}
-
-/// Puts each marked cohort's membership (from `bindings`) in place of its `IN` test.
-pub fn expand(query: &mut Query, bindings: &Bindings) -> Result<(), QueryError> {
-    match VisitMut::visit(query, &mut Expand { bindings }) {
-        ControlFlow::Break(error) => Err(error),
-        ControlFlow::Continue(()) => Ok(()),
-    }
-}
-
-struct Expand<'a> {
-    bindings: &'a Bindings,
-}
-
-impl VisitorMut for Expand<'_> {
-    type Break = QueryError;
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<QueryError> {
-        let Expr::InList {
-            expr: subject,
-            list,
-            negated,
-        } = expr
-        else {
-            return ControlFlow::Continue(());
-        };
-        let [Expr::Function(function)] = list.as_slice() else {
-            return ControlFlow::Continue(());
-        };
-        if !matches!(function.name.0.as_slice(), [ObjectNamePart::Identifier(i)] if i.value == MARKER)
-        {
-            return ControlFlow::Continue(());
-        }
-        let operand = match &function.args {
-            FunctionArguments::List(list) => match list.args.as_slice() {
-                [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))] => {
-                    match &value.value {
-                        Value::Number(text, _) => text.parse().ok().map(CohortRef::Id),
-                        Value::SingleQuotedString(name) => Some(CohortRef::Name(name.clone())),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(operand) = operand else {
-            return ControlFlow::Break(QueryError::Query(
-                "IN COHORT takes a cohort id or a cohort name in quotes".into(),
-            ));
-        };
-        let Some(condition) = self.bindings.cohorts.get(&operand.key()) else {
-            return ControlFlow::Break(QueryError::Query(operand.describe()));
-        };
-        let mut membership = match super::parse::parse(&format!("SELECT ({condition})")) {
-            Ok(parsed) => match *parsed.query.body {
-                datafusion::sql::sqlparser::ast::SetExpr::Select(select) => {
-                    match select.projection.into_iter().next() {
-                        Some(datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(expr)) => {
-                            expr
-                        }
-                        _ => return ControlFlow::Break(QueryError::internal("cohort membership")),
-                    }
-                }
-                _ => return ControlFlow::Break(QueryError::internal("cohort membership")),
-            },
-            Err(error) => return ControlFlow::Break(error),
-        };
-        let _ = VisitMut::visit(
-            &mut membership,
-            &mut Subject {
-                subject: subject.as_ref().clone(),
-            },
-        );
-        let membership = Expr::Nested(Box::new(membership));
-        *expr = if *negated {
-            Expr::UnaryOp {
-                op: datafusion::sql::sqlparser::ast::UnaryOperator::Not,
-                expr: Box::new(membership),
-            }
-        } else {
-            membership
-        };
-        ControlFlow::Continue(())
-    }
-}
-
-/// Replaces [`SUBJECT`] with the tested expression.
-struct Subject {
-    subject: Expr,
-}
-
-impl VisitorMut for Subject {
-    type Break = ();
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if matches!(expr, Expr::Identifier(ident) if ident.value == SUBJECT) {
-            *expr = Expr::Nested(Box::new(self.subject.clone()));
-        }
-        ControlFlow::Continue(())
-    }
 }
 
 #[cfg(test)]

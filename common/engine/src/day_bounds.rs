@@ -12,10 +12,9 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use crate::shredded::{Scope, call_args, column, each_events_select, unnest};
+use crate::tables::DAY_COLUMN;
 
 const TIMESTAMP: &str = "timestamp";
-/// The events view's name for the table's `date` partition column, hidden from `*`.
-pub const DAY_COLUMN: &str = "__date";
 
 /// Rewrites the day-aligned time bounds of `query`'s SELECTs over the events table alone (for
 /// UTC projects only: see above).

@@ -1,5 +1,5 @@
 //! `hogql_event_name(code)`: an event's name from its code, for queries grouped by
-//! `event_code` (see [`super::shredded`]). Registered per query with the project's names.
+//! `event_code` (see [`crate::shredded`]). Registered per query with the project's names.
 
 use std::sync::Arc;
 

@@ -222,7 +222,7 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::new(|| {
         ("covarPop", agg(2, 2, Rename("covar_pop"))),
         ("covarSamp", agg(2, 2, Rename("covar_samp"))),
         // Funnels: steps reached and conversion times per actor (sql/funnel.rs).
-        ("aggregateFunnel", agg(6, 6, Rename(super::funnel::NAME))),
+        ("aggregateFunnel", agg(6, 6, Rename(crate::funnel::NAME))),
         // Window functions.
         ("row_number", meta(0, 0, Rename("row_number"))),
         ("rank", meta(0, 0, Rename("rank"))),

@@ -10,7 +10,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 use std::ops::ControlFlow;
 
-use crate::rewrite::constant_u64;
+use crate::constants::constant_u64;
 use crate::{QueryError, template};
 
 /// Where the row `offset` away is, for the window's frame.

@@ -7,7 +7,7 @@ use datafusion::sql::sqlparser::ast::{
     VisitMut, VisitorMut,
 };
 
-use crate::rewrite::{constant_u64, refuse};
+use crate::constants::{constant_u64, refuse};
 use crate::{QueryError, template};
 
 /// `LIMIT n [OFFSET m] BY keys`: the first n rows (after m) of each key, in the query's order.

@@ -28,8 +28,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::constants::constant_u64;
 use crate::parse::{self, PLACEHOLDER_PREFIX};
-use crate::rewrite::constant_u64;
 use crate::{
     Bindings, DEFAULT_LIMIT, MAX_LIMIT, Output, Page, Prepared, QueryError, Window, functions,
 };
@@ -87,7 +87,8 @@ pub fn plan(text: &str, bindings: &Bindings, variable: Option<&str>) -> Result<P
             .entry(code_name.to_owned())
             .or_insert(Json::Null);
     }
-    let prepared = super::prepare_parsed(parsed, &bindings, Window::All { rows: MAX_ROWS })?;
+    let prepared =
+        crate::prepare::prepare_parsed(parsed, &bindings, Window::All { rows: MAX_ROWS })?;
     Ok(Plan { prepared, slice })
 }
 
@@ -381,7 +382,7 @@ pub async fn serve(
         };
         frame = frame
             .filter(col(format!("\"{VARIABLE_COLUMN}\"")).eq(lit(scalar)))
-            .map_err(super::classify)?;
+            .map_err(crate::error::classify)?;
     }
     let (skip, fetch) = match slice {
         Slice::Page { limit, offset } => (offset, limit + 1),
@@ -399,9 +400,9 @@ pub async fn serve(
         .sort(vec![col(ROW_COLUMN).sort(true, false)])
         .and_then(|f| f.limit(skip as usize, Some(fetch as usize)))
         .and_then(|f| f.select_columns(&selected))
-        .map_err(super::classify)?;
+        .map_err(crate::error::classify)?;
     let schema = frame.schema().as_arrow().clone();
-    let batches = frame.collect().await.map_err(super::classify)?;
+    let batches = frame.collect().await.map_err(crate::error::classify)?;
     let page = match slice {
         Slice::Page { limit, offset } => Some(Page { limit, offset }),
         Slice::Fixed { .. } => None,

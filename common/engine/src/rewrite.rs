@@ -14,52 +14,15 @@ use datafusion::sql::sqlparser::ast::{
 use serde_json::Value as Json;
 
 use crate::QueryError;
+use crate::bindings::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};
 use crate::conditions::{as_condition, booleans_as_numbers};
+use crate::constants::{constant_u64, refuse};
 use crate::functions::{self, string_literal};
 use crate::limit_by::limit_by;
 use crate::membership::{InSubqueryValues, is_null_literal, null_in};
 use crate::parse::PLACEHOLDER_PREFIX;
 use crate::row_generators::{ArrayJoinPlaces, NUMBERS, NumbersTables, numbers_range};
 use crate::template;
-
-pub const DEFAULT_LIMIT: u64 = 100;
-pub const MAX_LIMIT: u64 = 50_000;
-
-/// Values a query's `{placeholders}` may name.
-#[derive(Debug, Default, Clone)]
-pub struct Bindings {
-    /// `{name}` → value (the request's `values`).
-    pub values: serde_json::Map<String, Json>,
-    /// `{variables.code_name}` → value.
-    pub variables: serde_json::Map<String, Json>,
-    /// `{filters}` → this boolean expression of the dialect (PostHog's HogQLFilters, compiled by
-    /// the caller); `true` when there is none.
-    pub filters: Option<String>,
-    /// `IN COHORT` operands (`CohortRef::key`) → their membership over `COHORT_SUBJECT`,
-    /// compiled by the caller.
-    pub cohorts: std::collections::BTreeMap<String, String>,
-}
-
-/// How the top-level LIMIT is set.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Window {
-    /// The query's own LIMIT (capped at [`MAX_LIMIT`]), else the default page.
-    #[default]
-    Query,
-    /// A caller's page over the query (an endpoint run's `limit` / `offset`), replacing the
-    /// query's own LIMIT and OFFSET.
-    Page(Page),
-    /// The whole result, up to `rows` (one more is asked for, to tell it was cut): what a
-    /// materialization stores.
-    All { rows: u64 },
-}
-
-/// A page of results: one extra row is asked for, to tell `hasMore`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Page {
-    pub limit: u64,
-    pub offset: u64,
-}
 
 pub struct Rewritten {
     pub query: Query,
@@ -84,7 +47,7 @@ pub fn rewrite(
     if placeholders.iter().any(|path| path == FILTERS) {
         expand_filters(&mut query, placeholders, bindings.filters.as_deref())?;
     }
-    super::cohort_syntax::expand(&mut query, bindings)?;
+    crate::cohort_expand::expand(&mut query, bindings)?;
     let values = placeholders
         .iter()
         .map(|path| match path.as_str() {
@@ -92,7 +55,7 @@ pub fn rewrite(
             _ => bind(path, bindings),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    super::aliases::inline(&mut query);
+    crate::aliases::inline(&mut query);
     name_top_level_columns(&mut query);
     let mut rewriter = Rewriter {
         tables: tables.iter().map(|t| t.to_string()).collect(),
@@ -144,7 +107,7 @@ fn expand_filters(
     filters: Option<&str>,
 ) -> Result<(), QueryError> {
     let text = filters.unwrap_or("true");
-    let parsed = super::parse::parse(&format!("SELECT ({text})"))?;
+    let parsed = crate::parse::parse(&format!("SELECT ({text})"))?;
     let expression = match *parsed.query.body {
         SetExpr::Select(select) if parsed.placeholders.is_empty() => {
             match select.projection.into_iter().next() {
@@ -370,21 +333,6 @@ fn apply_top_level_limit(query: &mut Query) -> Result<Option<Page>, QueryError> 
     }
 }
 
-pub(super) fn constant_u64(expr: &Expr, clause: &str) -> Result<u64, QueryError> {
-    match expr {
-        Expr::Value(value) => match &value.value {
-            Value::Number(text, _) => text
-                .parse()
-                .map_err(|_| QueryError::Query(format!("{clause} must be a non-negative integer"))),
-            _ => Err(QueryError::Query(format!(
-                "{clause} must be a non-negative integer"
-            ))),
-        },
-        Expr::Nested(inner) => constant_u64(inner, clause),
-        _ => Err(QueryError::Query(format!("{clause} must be a constant"))),
-    }
-}
-
 fn number(value: u64) -> Expr {
     Expr::Value(Value::Number(value.to_string(), false).into())
 }
@@ -418,10 +366,6 @@ fn collect_conjuncts(expr: &Expr, out: &mut HashSet<usize>) {
             out.insert(address(other));
         }
     }
-}
-
-pub(super) fn refuse<T>(message: impl Into<String>) -> ControlFlow<QueryError, T> {
-    ControlFlow::Break(QueryError::Query(message.into()))
 }
 
 impl Rewriter {
@@ -710,7 +654,7 @@ impl VisitorMut for Rewriter {
         }
         booleans_as_numbers(expr);
         if let Expr::Function(function) = expr
-            && let Some(replacement) = super::in_frame::rewrite(function)
+            && let Some(replacement) = crate::in_frame::rewrite(function)
         {
             return match replacement {
                 Ok(replacement) => {
@@ -785,7 +729,7 @@ impl VisitorMut for Rewriter {
             data_type,
             ..
         } = expr
-            && let Some(call) = super::cast_types::clickhouse_cast(value, data_type)
+            && let Some(call) = crate::cast_types::clickhouse_cast(value, data_type)
         {
             return match call {
                 Ok(call) => {

@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::*;
 
-use crate::rewrite::{constant_u64, refuse};
+use crate::constants::{constant_u64, refuse};
 use crate::{QueryError, template};
 
 /// The table function `numbers(n)` / `numbers(start, n)`: a column `number` (UInt64).

@@ -31,6 +31,8 @@ pub const EVENTS: &str = "events";
 pub const PERSONS: &str = "persons";
 pub const QUERY_LOG: &str = "query_log";
 pub const ALL: &[&str] = &[EVENTS, PERSONS, QUERY_LOG];
+/// The events view's name for the table's `date` partition column, hidden from `*`.
+pub const DAY_COLUMN: &str = "__date";
 
 const RAW_EVENTS: &str = "__events_raw";
 /// Columns of the person overrides joined to the events (names no query can collide with).
@@ -172,7 +174,7 @@ async fn register_events(
         column("person_properties"),
         lit(team_id).alias("team_id"),
         // Read only by the day-bound rewrite, and hidden from `*` there.
-        column("date").alias(super::day_bounds::DAY_COLUMN),
+        column("date").alias(DAY_COLUMN),
     ];
     // Read only by the shredded-property rewrite, and hidden from `*` there.
     projection.extend(coverage.columns().map(column));

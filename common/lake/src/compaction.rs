@@ -65,8 +65,8 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
             crate::shred::slow_queries::register(state, team_id).await?;
     }
     let mut table = table;
-    crate::shred::observe_table(state, team_id, &mut table).await?;
-    let (table, backfill) = crate::shred::backfill::backfill(state, team_id, table).await?;
+    crate::backfill::observe_table(state, team_id, &mut table).await?;
+    let (table, backfill) = crate::backfill::backfill(state, team_id, table).await?;
     report.files_backfilled = backfill.files_rewritten;
     let (table, clustered) = cluster_small_files(state, team_id, table).await?;
     report.files_added = clustered.files_added;

@@ -3,6 +3,7 @@
 //! writer side. What the SQL dialect also reads (the table's schema and paths, the shredding
 //! registry, the query log's format, person overrides, the error type) is in `lake-core`.
 
+pub mod backfill;
 pub mod clustered;
 pub mod committer;
 pub mod compaction;

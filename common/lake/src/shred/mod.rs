@@ -6,13 +6,13 @@
 //!
 //! - [`observe`]: key frequencies at ingestion, and [`slow_queries`]: keys slow queries read,
 //!   which fill the registry (lake-core's `shred::registry`, re-exported as [`registry`]);
-//! - [`write`]: the columns every writer adds to its batches;
-//! - [`backfill`]: rewriting files that lack active keys.
+//!   compaction also picks keys from a sample of a table's largest file (`crate::backfill`);
+//! - [`write`]: the columns every writer adds to its batches (rewriting older files that lack
+//!   active keys is `crate::backfill`).
 //!
 //! Which keys the files of a snapshot hold is lake-core's `shred::coverage` (the dialect reads it
 //! too), re-exported as [`coverage`].
 
-pub mod backfill;
 pub mod observe;
 pub mod slow_queries;
 pub mod write;
@@ -79,43 +79,6 @@ pub async fn prepare(
         Some(&registry),
         table_schema(table)?.as_ref(),
     ))
-}
-
-/// Rows of the table sampled when its registry is empty.
-const TABLE_SAMPLE_ROWS: usize = 65_536;
-
-/// Picks the frequent keys (and codes the event names) of a table whose registry has none yet
-/// (loaded while shredding was off, or from commits too small to decide), from a sample of its
-/// largest file; backfill then fills them in.
-pub async fn observe_table(
-    state: &AppState,
-    team_id: i64,
-    table: &mut DeltaTable,
-) -> Result<(), LakeError> {
-    if !enabled(state) {
-        return Ok(());
-    }
-    let registry = registry::load(state.store.as_ref(), team_id).await?;
-    let coded = registry.find(Source::Event, registry::EVENT_KEY).is_some();
-    if coded && registry.active().count() > 1 {
-        return Ok(());
-    }
-    let Some(path) = backfill::largest_file(table)? else {
-        return Ok(());
-    };
-    let mut counts = KeyCounts::default();
-    let mut rows = 0;
-    for batch in crate::rewrite::read_file(state, &crate::table::table_path(team_id), &path).await?
-    {
-        let batch = batch?;
-        rows += batch.num_rows();
-        counts.observe(&batch);
-        if rows >= TABLE_SAMPLE_ROWS {
-            break;
-        }
-    }
-    prepare(state, team_id, table, Some(&counts)).await?;
-    Ok(())
 }
 
 /// After a write: names without a code get one, and typed keys whose values did not fit become

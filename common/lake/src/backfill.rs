@@ -9,8 +9,9 @@ use deltalake_core::arrow::array::{Array, AsArray};
 use deltalake_core::arrow::datatypes::Int64Type;
 use deltalake_core::{DeltaTable, DeltaTableError};
 
-use super::MASK_COLUMN;
 use lake_core::LakeError;
+
+use crate::shred::{self, KeyCounts, MASK_COLUMN};
 
 /// Bytes of input files rewritten per commit at most: what a failed commit loses.
 const BYTES_PER_COMMIT: i64 = 128 * 1024 * 1024;
@@ -66,15 +67,15 @@ pub async fn backfill(
     mut table: DeltaTable,
 ) -> Result<(DeltaTable, BackfillReport), LakeError> {
     let mut report = BackfillReport::default();
-    if !super::enabled(state) {
+    if !shred::enabled(state) {
         return Ok((table, report));
     }
-    let registry = super::registry::load(state.store.as_ref(), team_id).await?;
+    let registry = shred::registry::load(state.store.as_ref(), team_id).await?;
     let wanted = registry.active().fold(0i64, |mask, k| mask | 1 << k.slot);
     if wanted == 0 {
         return Ok((table, report));
     }
-    super::ensure_columns(&mut table, &registry).await?;
+    shred::ensure_columns(&mut table, &registry).await?;
     let files = files_to_rewrite(&table, wanted)?;
     for group in crate::rewrite::in_groups(files, BYTES_PER_COMMIT) {
         rewrite_group(state, team_id, &mut table, &registry, &group, &mut report).await?;
@@ -87,15 +88,15 @@ async fn rewrite_group(
     state: &AppState,
     team_id: i64,
     table: &mut DeltaTable,
-    registry: &super::Registry,
+    registry: &shred::Registry,
     paths: &[String],
     report: &mut BackfillReport,
 ) -> Result<(), LakeError> {
-    let shredder = super::Shredder::new(Some(registry), super::table_schema(table)?.as_ref());
+    let shredder = shred::Shredder::new(Some(registry), shred::table_schema(table)?.as_ref());
     let rewritten = crate::rewrite::rewrite(state, team_id, table, &shredder, paths).await?;
     report.files_rewritten += rewritten.files_removed;
     report.rows_rewritten += rewritten.rows;
-    super::settle(state, team_id, &shredder).await
+    shred::settle(state, team_id, &shredder).await
 }
 
 /// The path of the table's largest file: a sample of what the project sends.
@@ -104,4 +105,43 @@ pub(crate) fn largest_file(table: &DeltaTable) -> Result<Option<String>, DeltaTa
         .into_iter()
         .max_by_key(|(_, size)| *size)
         .map(|(path, _)| path))
+}
+
+/// Rows of the table sampled when its registry is empty.
+const TABLE_SAMPLE_ROWS: usize = 65_536;
+
+/// Picks the frequent keys (and codes the event names) of a table whose registry has none yet
+/// (loaded while shredding was off, or from commits too small to decide), from a sample of its
+/// largest file; backfill then fills them in.
+pub async fn observe_table(
+    state: &AppState,
+    team_id: i64,
+    table: &mut DeltaTable,
+) -> Result<(), LakeError> {
+    if !shred::enabled(state) {
+        return Ok(());
+    }
+    let registry = shred::registry::load(state.store.as_ref(), team_id).await?;
+    let coded = registry
+        .find(shred::Source::Event, shred::registry::EVENT_KEY)
+        .is_some();
+    if coded && registry.active().count() > 1 {
+        return Ok(());
+    }
+    let Some(path) = largest_file(table)? else {
+        return Ok(());
+    };
+    let mut counts = KeyCounts::default();
+    let mut rows = 0;
+    for batch in crate::rewrite::read_file(state, &crate::table::table_path(team_id), &path).await?
+    {
+        let batch = batch?;
+        rows += batch.num_rows();
+        counts.observe(&batch);
+        if rows >= TABLE_SAMPLE_ROWS {
+            break;
+        }
+    }
+    shred::prepare(state, team_id, table, Some(&counts)).await?;
+    Ok(())
 }
