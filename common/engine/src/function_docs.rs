@@ -904,7 +904,7 @@ pub(super) const DOCS: &[(&str, &str, &str)] = &[
 pub fn reference() -> String {
     let mut text = String::from(
         "# SQL functions\n\n\
-         Generated from the dialect's allow-list (`common/engine/src/sql/function_docs.rs`); \
+         Generated from the dialect's allow-list (`common/engine/src/function_docs.rs`); \
          `cargo test -p engine function_reference` fails when this page is stale, and \
          `UPDATE_FUNCTION_REFERENCE=1` rewrites it. Names are case-sensitive except where ClickHouse's \
          are not. Every function has cases in `tests/dialect/`, checked against ClickHouse \
