@@ -8,21 +8,22 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
     AccessExpr, BinaryOperator, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator,
-    LimitClause, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Subscript,
-    TableFactor, UnaryOperator, Value, Visit, VisitMut, Visitor, VisitorMut,
+    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Subscript, TableFactor,
+    UnaryOperator, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
-use serde_json::Value as Json;
 
 use crate::QueryError;
-use crate::bindings::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};
+use crate::bindings::{Bindings, MAX_LIMIT, Page, Window};
 use crate::conditions::{as_condition, booleans_as_numbers};
-use crate::constants::{constant_u64, refuse};
-use crate::functions::{self, string_literal};
+use crate::constants::refuse;
+use crate::functions;
 use crate::limit_by::limit_by;
 use crate::membership::{InSubqueryValues, is_null_literal, null_in};
 use crate::parse::PLACEHOLDER_PREFIX;
+use crate::placeholders::{FILTERS, bind, expand_filters};
 use crate::row_generators::{ArrayJoinPlaces, NUMBERS, NumbersTables, numbers_range};
 use crate::template;
+use crate::top_level::{apply_top_level_limit, name_top_level_columns, set_limit};
 
 pub struct Rewritten {
     pub query: Query,
@@ -97,61 +98,6 @@ pub fn rewrite(
     })
 }
 
-const FILTERS: &str = "filters";
-
-/// Puts the filters expression where `{filters}` stands, before the rewrite, so it gets the same
-/// treatment (property access, null-safe comparisons) as the query's own text.
-fn expand_filters(
-    query: &mut Query,
-    placeholders: &[String],
-    filters: Option<&str>,
-) -> Result<(), QueryError> {
-    let text = filters.unwrap_or("true");
-    let parsed = crate::parse::parse(&format!("SELECT ({text})"))?;
-    let expression = match *parsed.query.body {
-        SetExpr::Select(select) if parsed.placeholders.is_empty() => {
-            match select.projection.into_iter().next() {
-                Some(SelectItem::UnnamedExpr(expr)) => expr,
-                _ => return Err(QueryError::Query("Invalid filters".into())),
-            }
-        }
-        _ => return Err(QueryError::Query("Invalid filters".into())),
-    };
-    let slots: HashSet<String> = placeholders
-        .iter()
-        .enumerate()
-        .filter(|(_, path)| *path == FILTERS)
-        .map(|(index, _)| format!("{PLACEHOLDER_PREFIX}{index}"))
-        .collect();
-    let _ = VisitMut::visit(
-        query,
-        &mut ReplaceSlots {
-            slots,
-            with: expression,
-        },
-    );
-    Ok(())
-}
-
-struct ReplaceSlots {
-    slots: HashSet<String>,
-    with: Expr,
-}
-
-impl VisitorMut for ReplaceSlots {
-    type Break = ();
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Identifier(ident) = expr
-            && ident.quote_style.is_none()
-            && self.slots.contains(&ident.value)
-        {
-            *expr = Expr::Nested(Box::new(self.with.clone()));
-        }
-        ControlFlow::Continue(())
-    }
-}
-
 #[derive(Default)]
 struct CteNames {
     names: HashSet<String>,
@@ -168,173 +114,6 @@ impl Visitor for CteNames {
         }
         ControlFlow::Continue(())
     }
-}
-
-fn bind(path: &str, bindings: &Bindings) -> Result<Expr, QueryError> {
-    let value = if let Some(code_name) = path.strip_prefix("variables.") {
-        bindings.variables.get(code_name).ok_or_else(|| {
-            QueryError::Query(format!("Variable {code_name} is missing from query"))
-        })?
-    } else if path.contains('.') {
-        return Err(QueryError::Query(format!(
-            "Placeholder {{{path}}} is not available in this context"
-        )));
-    } else {
-        match bindings.values.get(path) {
-            Some(value) => value,
-            None if bindings.values.is_empty() => {
-                return Err(QueryError::Query(format!(
-                    "Unresolved placeholder: {{{path}}}"
-                )));
-            }
-            None => {
-                let mut known: Vec<&str> = bindings.values.keys().map(String::as_str).collect();
-                known.sort();
-                return Err(QueryError::Query(format!(
-                    "Placeholder {{{path}}} is not available in this context. You can use the following: {}",
-                    known.join(", ")
-                )));
-            }
-        }
-    };
-    literal(value, path)
-}
-
-fn literal(value: &Json, path: &str) -> Result<Expr, QueryError> {
-    Ok(match value {
-        Json::Null => Expr::Value(Value::Null.into()),
-        Json::Bool(flag) => Expr::Value(Value::Boolean(*flag).into()),
-        Json::Number(number) => Expr::Value(Value::Number(number.to_string(), false).into()),
-        Json::String(text) => string_literal(text),
-        Json::Array(items) => Expr::Array(datafusion::sql::sqlparser::ast::Array {
-            elem: items
-                .iter()
-                .map(|item| literal(item, path))
-                .collect::<Result<_, _>>()?,
-            named: false,
-        }),
-        Json::Object(_) => {
-            return Err(QueryError::Query(format!(
-                "Placeholder {{{path}}} is an object; only constants and lists of constants can be bound"
-            )));
-        }
-    })
-}
-
-/// Unaliased top-level columns are named by their HogQL text (`count()`, `properties.$browser`).
-/// A top-level `count()` column is a UInt64, as in ClickHouse (one cast per output row; inside
-/// expressions counts stay signed, so `count() - 1` cannot underflow).
-fn name_top_level_columns(query: &mut Query) {
-    // A set operation's columns are its first SELECT's: named as they are written, so reading
-    // a property from a column or from the JSON cannot change a name.
-    if let SetExpr::SetOperation { left, .. } = query.body.as_mut() {
-        let mut first = left.as_mut();
-        while let SetExpr::SetOperation { left, .. } = first {
-            first = left.as_mut();
-        }
-        if let SetExpr::Select(select) = first {
-            for item in &mut select.projection {
-                if let SelectItem::UnnamedExpr(expr) = item
-                    && !matches!(expr, Expr::Identifier(_))
-                {
-                    let alias = Ident::with_quote('"', expr.to_string().replace('`', ""));
-                    *item = SelectItem::ExprWithAlias {
-                        expr: expr.clone(),
-                        alias,
-                    };
-                }
-            }
-        }
-    }
-    if let SetExpr::Select(select) = query.body.as_mut() {
-        for item in &mut select.projection {
-            if let SelectItem::UnnamedExpr(expr) = item
-                && !matches!(expr, Expr::Identifier(_))
-            {
-                let name = expr.to_string().replace('`', "");
-                let alias = Ident::with_quote('"', name);
-                *item = SelectItem::ExprWithAlias {
-                    expr: expr.clone(),
-                    alias,
-                };
-            }
-            if let SelectItem::ExprWithAlias { expr, .. } = item
-                && is_count(expr)
-            {
-                let count = std::mem::replace(expr, Expr::Value(Value::Null.into()));
-                *expr = Expr::Cast {
-                    kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
-                    expr: Box::new(count),
-                    data_type: datafusion::sql::sqlparser::ast::DataType::BigIntUnsigned(None),
-                    array: false,
-                    format: None,
-                };
-            }
-        }
-    }
-}
-
-/// A plain `count()`/`count(x)`/`count(DISTINCT x)` call (not a window).
-fn is_count(expr: &Expr) -> bool {
-    match expr {
-        Expr::Nested(inner) => is_count(inner),
-        Expr::Function(function) => {
-            function.over.is_none()
-                && matches!(function.name.0.as_slice(),
-                    [ObjectNamePart::Identifier(ident)] if ident.value.eq_ignore_ascii_case("count"))
-        }
-        _ => false,
-    }
-}
-
-/// The query's top-level LIMIT and OFFSET become `limit` and `offset` (a LIMIT BY stays).
-fn set_limit(query: &mut Query, limit: u64, offset: u64) {
-    let limit_by = match query.limit_clause.take() {
-        Some(LimitClause::LimitOffset { limit_by, .. }) => limit_by,
-        _ => Vec::new(),
-    };
-    query.limit_clause = Some(LimitClause::LimitOffset {
-        limit: Some(number(limit)),
-        offset: (offset > 0).then(|| datafusion::sql::sqlparser::ast::Offset {
-            value: number(offset),
-            rows: datafusion::sql::sqlparser::ast::OffsetRows::None,
-        }),
-        limit_by,
-    });
-}
-
-fn apply_top_level_limit(query: &mut Query) -> Result<Option<Page>, QueryError> {
-    match &mut query.limit_clause {
-        None => {
-            query.limit_clause = Some(LimitClause::LimitOffset {
-                limit: Some(number(DEFAULT_LIMIT + 1)),
-                offset: None,
-                limit_by: Vec::new(),
-            });
-            Ok(Some(Page {
-                limit: DEFAULT_LIMIT,
-                offset: 0,
-            }))
-        }
-        Some(LimitClause::LimitOffset { limit, .. }) => {
-            if let Some(expr) = limit {
-                let value = constant_u64(expr, "LIMIT")?;
-                *expr = number(value.min(MAX_LIMIT));
-            } else {
-                *limit = Some(number(MAX_LIMIT));
-            }
-            Ok(None)
-        }
-        Some(LimitClause::OffsetCommaLimit { limit, .. }) => {
-            let value = constant_u64(limit, "LIMIT")?;
-            *limit = number(value.min(MAX_LIMIT));
-            Ok(None)
-        }
-    }
-}
-
-fn number(value: u64) -> Expr {
-    Expr::Value(Value::Number(value.to_string(), false).into())
 }
 
 struct Rewriter {
