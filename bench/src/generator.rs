@@ -9,9 +9,9 @@ use uuid::Uuid;
 use std::time::{Duration, Instant};
 
 use common::AppState;
-use engine::import::{ImportReport, Importer};
-use engine::rows::ParsedRows;
 use indicatif::{ProgressBar, ProgressStyle};
+use lake::import::{ImportReport, Importer};
+use lake::rows::ParsedRows;
 
 use super::load::Rng;
 

@@ -131,7 +131,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     if args.backfill {
         let started = Instant::now();
-        let report = engine::compaction::compact_team(&state, project).await?;
+        let report = lake::compaction::compact_team(&state, project).await?;
         println!(
             "compaction in {:.1} s: {} files backfilled with shredded columns, {} added, {} removed",
             started.elapsed().as_secs_f64(),
@@ -205,11 +205,11 @@ pub(super) fn with_shredding(state: &AppState, on: bool) -> AppState {
 
 /// The table's bytes, and how many of them the shredded columns take (from the Parquet footers).
 async fn print_shredding(state: &AppState, project: i64, files: &[PathBuf]) -> anyhow::Result<()> {
-    let (total, shredded) = engine::shred::column_bytes(files)?;
-    let registry = engine::shred::registry::load(state.store.as_ref(), project).await?;
-    let table = engine::lake::open_existing(state, project).await?;
+    let (total, shredded) = lake::shred::column_bytes(files)?;
+    let registry = lake::shred::registry::load(state.store.as_ref(), project).await?;
+    let table = lake::table::open_existing(state, project).await?;
     let coverage = match &table {
-        Some(table) => engine::shred::Coverage::of(table, &registry)?,
+        Some(table) => lake::shred::Coverage::of(table, &registry)?,
         None => Default::default(),
     };
     let everywhere = coverage.keys.iter().filter(|k| k.everywhere).count();
@@ -264,7 +264,7 @@ pub(super) async fn project_and_key(state: &AppState) -> anyhow::Result<(i64, St
 
 /// Local paths of the table's active Parquet files (none when there is no table yet).
 pub(super) async fn table_files(state: &AppState, project: i64) -> anyhow::Result<Vec<PathBuf>> {
-    let Some(table) = engine::lake::open_existing(state, project).await? else {
+    let Some(table) = lake::table::open_existing(state, project).await? else {
         return Ok(Vec::new());
     };
     table.get_file_uris()?.map(|uri| local_path(&uri)).collect()

@@ -338,12 +338,9 @@ pub async fn event_time_keys(state: &AppState, team: i64, path: &str) -> Vec<(i6
     use deltalake_core::arrow::array::{Array, AsArray};
     use deltalake_core::arrow::datatypes::{Int64Type, TimestampMicrosecondType};
 
-    let root = engine::lake::table_path(team);
+    let root = lake::table::table_path(team);
     let mut keys = Vec::new();
-    for batch in engine::rewrite::read_file(state, &root, path)
-        .await
-        .unwrap()
-    {
+    for batch in lake::rewrite::read_file(state, &root, path).await.unwrap() {
         let batch = batch.unwrap();
         let codes = batch.column_by_name("event_code").expect("event codes");
         let codes = codes.as_primitive::<Int64Type>();

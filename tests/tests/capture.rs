@@ -97,7 +97,7 @@ async fn sdk_shaped_requests_land_exactly_once_with_their_person() {
         );
         assert_eq!(staged_objects(&world).await, 4, "{name}");
 
-        let reports = engine::commit_all(&world.backend.state).await.unwrap();
+        let reports = lake::commit_all(&world.backend.state).await.unwrap();
         assert_eq!(reports.len(), 1, "{name}");
         assert_eq!(
             (reports[0].batches, reports[0].events),
@@ -107,7 +107,7 @@ async fn sdk_shaped_requests_land_exactly_once_with_their_person() {
         );
         assert_eq!(staged_objects(&world).await, 0, "{name}");
 
-        let rows = engine::lake::scan(&world.backend.state, world.bootstrap.project.id)
+        let rows = lake::table::scan(&world.backend.state, world.bootstrap.project.id)
             .await
             .unwrap();
         assert_eq!(rows.len(), 5, "{name}");
@@ -142,7 +142,7 @@ async fn sdk_shaped_requests_land_exactly_once_with_their_person() {
             serde_json::from_str(opened.person_properties.as_deref().unwrap()).unwrap();
         assert!(snapshot.get("plan").is_none(), "{name}: $unset removed it");
 
-        let person = engine::persons::person_of(
+        let person = lake::persons::person_of(
             world.backend.state.store.clone(),
             world.bootstrap.project.id,
             "anon-1",
@@ -277,12 +277,12 @@ async fn a_committer_that_died_before_cleaning_up_does_not_duplicate() {
             .put(&claimed, bytes.clone().into())
             .await
             .unwrap();
-        let first = engine::commit_team(state, team).await.unwrap();
+        let first = lake::commit_team(state, team).await.unwrap();
         assert_eq!((first.batches, first.events), (1, 1), "{name} {first:?}");
         assert_eq!(staged_objects(&world).await, 0, "{name}");
         // A run that died after its Delta commit but before deleting the claimed object.
         state.objects.put(&claimed, bytes.into()).await.unwrap();
-        let retry = engine::commit_team(state, team).await.unwrap();
+        let retry = lake::commit_team(state, team).await.unwrap();
         assert_eq!(
             (retry.batches, retry.recovered, retry.events),
             (0, 1, 0),
@@ -295,7 +295,7 @@ async fn a_committer_that_died_before_cleaning_up_does_not_duplicate() {
             .await
             .unwrap();
         assert!(leftover.is_empty(), "{name}");
-        let rows = engine::lake::scan(state, team).await.unwrap();
+        let rows = lake::table::scan(state, team).await.unwrap();
         assert_eq!(rows.len(), 1, "{name}");
 
         // An unreadable staged object is set aside, not lost and not blocking.
@@ -321,7 +321,7 @@ async fn a_committer_that_died_before_cleaning_up_does_not_duplicate() {
             .0,
             StatusCode::OK
         );
-        let report = engine::commit_team(state, team).await.unwrap();
+        let report = lake::commit_team(state, team).await.unwrap();
         assert_eq!((report.rejected, report.batches), (1, 1), "{name}");
         let aside: Vec<_> = state
             .objects
@@ -331,7 +331,7 @@ async fn a_committer_that_died_before_cleaning_up_does_not_duplicate() {
             .unwrap();
         assert_eq!(aside.len(), 1, "{name}");
         assert_eq!(
-            engine::lake::scan(state, team).await.unwrap().len(),
+            lake::table::scan(state, team).await.unwrap().len(),
             2,
             "{name}"
         );

@@ -166,7 +166,7 @@ async fn cohort_filters_and_calculation() {
             );
         }
         world.capture(events).await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
 
         let (status, ids) = post_query(
             &world,
@@ -616,7 +616,7 @@ async fn requires_flag_implementation() {
                        "properties": {"$feature/new-checkout": "test"}}),
             ])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         let uri = |query: &str| {
             format!("/api/projects/{project}/experiments/requires_flag_implementation/?{query}")
         };

@@ -10,7 +10,7 @@ use serde_json::json;
 /// Sends one `/batch/` request and commits it.
 async fn capture_and_commit(world: &World, events: Vec<serde_json::Value>) {
     world.capture(events).await;
-    engine::commit_team(&world.backend.state, world.bootstrap.project.id)
+    lake::commit_team(&world.backend.state, world.bootstrap.project.id)
         .await
         .unwrap();
 }
@@ -28,7 +28,7 @@ async fn optimize_and_vacuum_keep_every_event_exactly_once() {
             capture_and_commit(&world, events).await;
         }
         let files = |state: common::AppState| async move {
-            let table = engine::lake::open_existing(&state, team)
+            let table = lake::table::open_existing(&state, team)
                 .await
                 .unwrap()
                 .unwrap();
@@ -43,16 +43,14 @@ async fn optimize_and_vacuum_keep_every_event_exactly_once() {
             tokio::spawn(async move {
                 let mut scans = 0;
                 while !stop.load(Ordering::Relaxed) || scans == 0 {
-                    let rows = engine::lake::scan(&state, team).await.unwrap();
+                    let rows = lake::table::scan(&state, team).await.unwrap();
                     assert_eq!(rows.len(), 120, "a scan saw {} rows", rows.len());
                     scans += 1;
                 }
                 scans
             })
         };
-        let report = engine::compaction::compact_team(&state, team)
-            .await
-            .unwrap();
+        let report = lake::compaction::compact_team(&state, team).await.unwrap();
         stop.store(true, Ordering::Relaxed);
         let scans = reader.await.unwrap();
         assert!(scans >= 1, "{name}");
@@ -62,18 +60,16 @@ async fn optimize_and_vacuum_keep_every_event_exactly_once() {
             "{name} {report:?}"
         );
         assert_eq!(files(state.clone()).await, 1, "{name}");
-        let rows = engine::lake::scan(&state, team).await.unwrap();
+        let rows = lake::table::scan(&state, team).await.unwrap();
         assert_eq!(rows.len(), 120, "{name}");
         let unique: std::collections::HashSet<_> = rows.iter().map(|r| r.uuid.clone()).collect();
         assert_eq!(unique.len(), 120, "{name}");
 
         // Nothing to do the second time; a project without a table is fine.
-        let again = engine::compaction::compact_team(&state, team)
-            .await
-            .unwrap();
+        let again = lake::compaction::compact_team(&state, team).await.unwrap();
         assert_eq!(again.files_removed, 0, "{name}");
         assert_eq!(
-            engine::compaction::compact_team(&state, 999)
+            lake::compaction::compact_team(&state, 999)
                 .await
                 .unwrap()
                 .files_added,
@@ -100,34 +96,30 @@ async fn events_sent_twice_are_kept_once_after_compaction() {
                 .collect();
             capture_and_commit(&world, events).await;
         }
-        assert_eq!(engine::lake::scan(&state, team).await.unwrap().len(), 21);
+        assert_eq!(lake::table::scan(&state, team).await.unwrap().len(), 21);
 
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
             let (state, stop) = (state.clone(), stop.clone());
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    let rows = engine::lake::scan(&state, team).await.unwrap();
+                    let rows = lake::table::scan(&state, team).await.unwrap();
                     assert!([21, 16].contains(&rows.len()), "a scan saw {}", rows.len());
                 }
             })
         };
-        let report = engine::compaction::compact_team(&state, team)
-            .await
-            .unwrap();
+        let report = lake::compaction::compact_team(&state, team).await.unwrap();
         stop.store(true, Ordering::Relaxed);
         reader.await.unwrap();
         assert_eq!(report.rows_deduplicated, 5, "{name} {report:?}");
-        let rows = engine::lake::scan(&state, team).await.unwrap();
+        let rows = lake::table::scan(&state, team).await.unwrap();
         assert_eq!(rows.len(), 16, "{name}");
         let unique: std::collections::HashSet<_> = rows.iter().map(|r| r.uuid.clone()).collect();
         assert_eq!(unique.len(), 16, "{name}");
         for row in rows.iter().filter(|r| r.uuid < uuid(10)) {
             assert!(row.properties.contains("first"), "{name}: {row:?}");
         }
-        let again = engine::compaction::compact_team(&state, team)
-            .await
-            .unwrap();
+        let again = lake::compaction::compact_team(&state, team).await.unwrap();
         assert_eq!(again.rows_deduplicated, 0, "{name}");
     }
 }
@@ -152,20 +144,18 @@ async fn compaction_merges_a_days_small_files_into_one_sorted_by_event_and_time(
                 .collect();
             capture_and_commit(&world, events).await;
         }
-        let report = engine::compaction::compact_team(&state, team)
-            .await
-            .unwrap();
+        let report = lake::compaction::compact_team(&state, team).await.unwrap();
         assert_eq!(
             (report.files_removed, report.files_added),
             (6, 2),
             "{name} {report:?}"
         );
-        let table = engine::lake::open_existing(&state, team)
+        let table = lake::table::open_existing(&state, team)
             .await
             .unwrap()
             .unwrap();
         let mut rows = 0;
-        for (path, _) in engine::rewrite::file_sizes(&table).unwrap() {
+        for (path, _) in lake::rewrite::file_sizes(&table).unwrap() {
             let keys = api_tests::event_time_keys(&state, team, &path).await;
             assert!(
                 keys.is_sorted(),
@@ -174,7 +164,7 @@ async fn compaction_merges_a_days_small_files_into_one_sorted_by_event_and_time(
             rows += keys.len();
         }
         assert_eq!(rows, 33, "{name}");
-        let scanned = engine::lake::scan(&state, team).await.unwrap();
+        let scanned = lake::table::scan(&state, team).await.unwrap();
         assert_eq!(scanned.len(), 33, "{name}");
     }
 }

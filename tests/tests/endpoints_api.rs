@@ -36,7 +36,7 @@ async fn seed(world: &World) {
             "timestamp": format!("2026-11-0{}T10:00:00Z", i + 1), "properties": {"$browser": "Chrome"}}));
     }
     world.capture(events).await;
-    engine::commit_all(&world.backend.state).await.unwrap();
+    lake::commit_all(&world.backend.state).await.unwrap();
 }
 
 async fn run(world: &World, uri: &str, body: Value) -> (StatusCode, Value) {
@@ -956,7 +956,7 @@ async fn cache_age_and_the_concurrency_bound() {
             world
                 .capture(vec![json!({"event": "late", "distinct_id": "q", "timestamp": "2026-11-09T00:00:00Z"})])
                 .await;
-            engine::commit_all(&world.backend.state).await.unwrap();
+            lake::commit_all(&world.backend.state).await.unwrap();
             // Within the cache age the earlier answer stands, new events or not.
             let (_, again) = run(&world, &item, json!({})).await;
             assert_eq!(again["results"], json!([[count]]), "{again}");

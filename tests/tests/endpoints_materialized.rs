@@ -41,7 +41,7 @@ async fn seed(world: &World) {
         json!({"event": "purchase", "distinct_id": "c", "timestamp": "2026-11-02T09:00:00Z"}),
     );
     world.capture(events).await;
-    engine::commit_all(&world.backend.state).await.unwrap();
+    lake::commit_all(&world.backend.state).await.unwrap();
 }
 
 async fn run(world: &World, uri: &str, body: Value) -> Value {
@@ -181,7 +181,7 @@ async fn a_materialized_run_answers_what_the_query_answers() {
             world
                 .capture(vec![json!({"event": "signup", "distinct_id": format!("z-{prefix}"), "timestamp": "2026-11-01T23:00:00Z"})])
                 .await;
-            engine::commit_all(&world.backend.state).await.unwrap();
+            lake::commit_all(&world.backend.state).await.unwrap();
             let body = json!({"variables": {"event": "signup"}});
             let served = run(&world, &mat, body.clone()).await;
             assert_eq!(served["results"][0], before);

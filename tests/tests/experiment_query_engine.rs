@@ -105,7 +105,7 @@ fn context(spec: ExperimentSpec) -> Context {
         timezone: chrono_tz::UTC,
         now: at("2026-11-20T00:00:00Z"),
         week_start_day: 0,
-        check_expression: engine::sql::check_expression,
+        check_expression: engine::check_expression,
         experiment: Some(Arc::new(spec)),
         cohorts: Default::default(),
     }
@@ -188,7 +188,7 @@ async fn experiment_metrics_over_known_events() {
             .send(Method::POST, "/batch/", None, Some(&body.to_string()))
             .await;
         assert_eq!(status, StatusCode::OK, "{reply}");
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         let sum = json!({"math": "sum", "math_property": "amount"});
 
         // Sum of amount, no window, `exclude`: control c1 30, c2 0, c3 5 (the 100 was before

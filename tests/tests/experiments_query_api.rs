@@ -128,7 +128,7 @@ async fn experiment_queries_run_through_the_query_api() {
             events.push(purchase(&format!("t{n}"), at(11)));
         }
         world.capture(events).await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
 
         for (experiment_id, detail) in [
             (json!(null), "experiment_id is required."),

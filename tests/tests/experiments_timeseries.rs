@@ -89,7 +89,7 @@ async fn timeseries_recalculate_run_and_read() {
                 exposure("c3", "control", day(2) + hour),
             ])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
 
         let post = |path: String, body: Value| {
             let key = key.clone();

@@ -112,7 +112,7 @@ async fn cohort_conditions_validate_evaluate_and_feed_local_evaluation() {
                     "properties": {"$set": {"plan": "free", "country": "FR"}}}),
             ])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
 
         let pro = create_cohort(
             &world,

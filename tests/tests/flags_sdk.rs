@@ -432,7 +432,7 @@ async fn person_properties_come_from_the_request_then_the_stored_person() {
                 "properties": {"$anon_distinct_id": "anon-ada", "$set": {"plan": "pro"}},
                 "timestamp": "2026-11-22T10:00:00Z"})])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         for distinct_id in ["ada", "anon-ada"] {
             let (_, answer) = post_json(&world, "/flags/?v=4", ask(distinct_id, None)).await;
             assert_eq!(enabled(&answer), true, "{name} {distinct_id} {answer}");

@@ -66,7 +66,7 @@ async fn committed_events_record_group_types_in_first_seen_order() {
                 event("$groupidentify", "u2", json!({"$group_type": 7})),
             ])
             .await;
-        let report = engine::commit_team(&world.backend.state, world.bootstrap.project.id)
+        let report = lake::commit_team(&world.backend.state, world.bootstrap.project.id)
             .await
             .unwrap();
         assert_eq!(report.events, 5, "{name}");
@@ -84,7 +84,7 @@ async fn committed_events_record_group_types_in_first_seen_order() {
                 json!({"$groups": {"company": "acme", "team": "t"}}),
             )])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         world
             .capture(vec![
                 event("$pageview", "u3", json!({"$groups": {"org": "o"}})),
@@ -92,7 +92,7 @@ async fn committed_events_record_group_types_in_first_seen_order() {
                 event("$pageview", "u3", json!({"$groups": {"sixth": "s"}})),
             ])
             .await;
-        let report = engine::commit_all(&world.backend.state).await.unwrap();
+        let report = lake::commit_all(&world.backend.state).await.unwrap();
         assert_eq!(report.iter().map(|r| r.events).sum::<usize>(), 3, "{name}");
         let expected = pairs(&[
             (0, "company"),
@@ -155,7 +155,7 @@ async fn group_aggregated_flags_use_the_recorded_types() {
                 json!({"$group_type": "company", "$group_key": "acme", "$group_set": {}}),
             )])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         // Created after the commit: the flags cache (5 s) has nothing older to serve.
         world
             .create_flag(

@@ -44,7 +44,7 @@ async fn export_lines_become_rows() {
     local::import::run(data_dir.clone(), team, file)
         .await
         .unwrap();
-    let rows = engine::lake::scan(&state, team).await.unwrap();
+    let rows = lake::table::scan(&state, team).await.unwrap();
     assert_eq!(rows.len(), 1000);
     let first = rows
         .iter()
@@ -93,7 +93,7 @@ async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
             .await
             .unwrap();
 
-        let rows = engine::lake::scan(&state, team).await.unwrap();
+        let rows = lake::table::scan(&state, team).await.unwrap();
         let uuids: std::collections::HashSet<&str> = rows.iter().map(|r| r.uuid.as_str()).collect();
         assert_eq!(
             (rows.len(), uuids.len()),
@@ -102,7 +102,7 @@ async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
             world.name()
         );
 
-        let table = engine::lake::open_or_create(&state, team).await.unwrap();
+        let table = lake::table::open_or_create(&state, team).await.unwrap();
         let actions = table.snapshot().unwrap().add_actions_table(true).unwrap();
         let paths = actions.column_by_name("path").unwrap().as_string::<i32>();
         let mut days_seen = std::collections::HashSet::new();

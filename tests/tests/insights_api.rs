@@ -70,7 +70,7 @@ async fn nodes_run_like_sql_and_see_only_their_project() {
             &[("$pageview", "x", "2026-11-02T10:00:00Z"); 7],
         )
         .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         let key = world.key(&["query:read"], Some(vec![mine.id])).await;
         let path = format!("/api/projects/{}/query/", mine.id);
 

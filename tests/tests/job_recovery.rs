@@ -75,7 +75,7 @@ async fn serve_fails_the_runs_of_a_process_that_stopped() {
             .jobs
             .enqueue(
                 &second,
-                Arc::new(engine::jobs::Compact),
+                Arc::new(lake::jobs::Compact),
                 Some(team),
                 Value::Null,
             )

@@ -14,9 +14,7 @@ async fn capture_events(world: &World, project_token: &str, events: Vec<Value>) 
 }
 
 async fn commit(world: &World, team: i64) {
-    engine::commit_team(&world.backend.state, team)
-        .await
-        .unwrap();
+    lake::commit_team(&world.backend.state, team).await.unwrap();
 }
 
 pub async fn query(world: &World, team: i64, key: &str, body: Value) -> (StatusCode, Value) {
@@ -330,7 +328,7 @@ async fn events_of_a_merged_person_count_as_the_person_they_joined() {
             json!([[1]]),
             "{name}"
         );
-        let laptop = engine::persons::person_of(world.backend.state.store.clone(), team, "laptop")
+        let laptop = lake::persons::person_of(world.backend.state.store.clone(), team, "laptop")
             .await
             .unwrap()
             .unwrap();
@@ -355,24 +353,24 @@ async fn events_of_a_merged_person_count_as_the_person_they_joined() {
         // answers do not change.
         let state = &world.backend.state;
         let store = state.store.as_ref();
-        let table = engine::lake::open_existing(state, team)
+        let table = lake::table::open_existing(state, team)
             .await
             .unwrap()
             .unwrap();
         let earlier = chrono::Utc::now() - chrono::Duration::minutes(10);
-        let (table, report) = engine::squash::squash_overrides(state, team, table, earlier)
+        let (table, report) = lake::squash::squash_overrides(state, team, table, earlier)
             .await
             .unwrap();
         assert_eq!(report.overrides_squashed, 0, "{name}");
         assert_eq!(
-            engine::persons::override_list(store, team)
+            lake_core::person_overrides::override_list(store, team)
                 .await
                 .unwrap()
                 .len(),
             1
         );
         let later = chrono::Utc::now() + chrono::Duration::seconds(1);
-        let (_, report) = engine::squash::squash_overrides(state, team, table, later)
+        let (_, report) = lake::squash::squash_overrides(state, team, table, later)
             .await
             .unwrap();
         assert_eq!(
@@ -381,7 +379,7 @@ async fn events_of_a_merged_person_count_as_the_person_they_joined() {
             "{name}"
         );
         assert!(
-            engine::persons::override_list(store, team)
+            lake_core::person_overrides::override_list(store, team)
                 .await
                 .unwrap()
                 .is_empty()

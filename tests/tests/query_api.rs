@@ -56,7 +56,7 @@ async fn a_project_never_sees_another_projects_data() {
         .unwrap();
         capture(&world, &mine.api_token, "me", "mine", 3).await;
         capture(&world, &other.api_token, "them", "theirs", 5).await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         // The other project's log has a record too.
         let (status, _) = post(
             &world,
@@ -322,7 +322,7 @@ async fn async_query_progress_counts_what_the_scan_read() {
         let token = world.bootstrap.project.api_token.clone();
         capture(&world, &token, "reader", "progress", 40).await;
         capture(&world, &token, "reader", "other", 10).await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
 
         // A finished query: every row of the table read, bytes from storage, CPU spent.
         let (status, body) = post(&world, &path, world.admin_key(), json!({
@@ -734,7 +734,7 @@ async fn filters_placeholder_applies_the_nodes_filters_and_overrides() {
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         let path = format!("/api/projects/{}/query/", project.id);
         let run = |filters: Value, overrides: Value| {
             json!({

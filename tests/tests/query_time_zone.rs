@@ -44,7 +44,7 @@ async fn dates_follow_the_projects_time_zone() {
             .send(Method::POST, "/batch/", None, Some(&batch.to_string()))
             .await;
         assert_eq!(status, StatusCode::OK, "{name} {body}");
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
 
         let rows = query(
             &world,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use api_tests::World;
 use axum::http::StatusCode;
 use common::AppState;
-use engine::shred::{self, ColumnType, Origin, Source};
+use lake::shred::{self, ColumnType, Origin, Source};
 use serde_json::{Value, json};
 
 /// Reads `properties` in every form the rewrite knows, and in forms it must leave alone.
@@ -173,7 +173,7 @@ fn assert_same(expected: &[Value], actual: &[Value], stage: &str) {
 async fn coverage(world: &World) -> Vec<(String, bool)> {
     let state = &world.backend.state;
     let team = world.bootstrap.project.id;
-    let table = engine::lake::open_existing(state, team)
+    let table = lake::table::open_existing(state, team)
         .await
         .unwrap()
         .unwrap();
@@ -201,7 +201,7 @@ async fn answers_are_the_same_with_shredding_off_mid_backfill_and_after() {
         world
             .capture((0..120).map(|i| event(i, json!(i % 9))).collect())
             .await;
-        engine::commit_all(&state).await.unwrap();
+        lake::commit_all(&state).await.unwrap();
         let off = with_shredding(&state, false);
         let expected_first = answers(&world, &off).await;
 
@@ -254,7 +254,7 @@ async fn answers_are_the_same_with_shredding_off_mid_backfill_and_after() {
                     .collect(),
             )
             .await;
-        engine::commit_all(&state).await.unwrap();
+        lake::commit_all(&state).await.unwrap();
         let expected = answers(&world, &off).await;
         assert_same(
             &expected,
@@ -270,9 +270,7 @@ async fn answers_are_the_same_with_shredding_off_mid_backfill_and_after() {
 
         // `amount` became a text key when its values stopped fitting Int64; compaction
         // backfills every file with what it lacks: every key is then everywhere.
-        let report = engine::compaction::compact_team(&state, team)
-            .await
-            .unwrap();
+        let report = lake::compaction::compact_team(&state, team).await.unwrap();
         assert!(report.files_backfilled >= 1, "{name}: {report:?}");
         let after = coverage(&world).await;
         for column in [
@@ -322,7 +320,7 @@ async fn answers_are_the_same_with_shredding_off_mid_backfill_and_after() {
         world
             .capture((260..300).map(|i| event(i, json!(i))).collect())
             .await;
-        engine::commit_all(&state).await.unwrap();
+        lake::commit_all(&state).await.unwrap();
         let expected = answers(&world, &off).await;
         assert_same(
             &expected,

@@ -229,7 +229,7 @@ async fn survey_stats_counts_and_responses() {
         let (s, t) = (Uuid::now_v7(), Uuid::now_v7());
         let (events, ids) = events(s, t);
         world.capture(events).await;
-        engine::commit_all(state).await.unwrap();
+        lake::commit_all(state).await.unwrap();
         let survey_s = survey(s, "2026-11-01T00:00:00Z");
         let survey_t = survey(t, "2026-10-20T00:00:00Z");
         // The representative of sub-a2 is archived (drops it); bob's first event is not a
@@ -524,7 +524,7 @@ async fn survey_stats_counts_and_responses() {
         )
         .await;
         assert!(
-            matches!(bad, Err(engine::sql::QueryError::Invalid { ref attr, .. }) if attr == "question_id"),
+            matches!(bad, Err(engine::QueryError::Invalid { ref attr, .. }) if attr == "question_id"),
             "{name}"
         );
     }

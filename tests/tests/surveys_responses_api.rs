@@ -649,7 +649,7 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
                 ),
             ])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
 
         let first = headline(&world, &survey, None).await;
         assert_eq!(
@@ -673,7 +673,7 @@ async fn summaries_of_captured_responses_are_stored_until_refreshed() {
                 uuids[5],
             )])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         assert_eq!(headline(&world, &survey, None).await, first, "{name}");
         assert_eq!(
             headline(&world, &survey, Some(json!({}))).await,

@@ -113,7 +113,7 @@ async fn posthog_js_finds_running_surveys_and_their_flags_hide_them_after_an_ans
                         "$set": {format!("$survey_dismissed/{id}"): true}}}),
             ])
             .await;
-        engine::commit_all(&world.backend.state).await.unwrap();
+        lake::commit_all(&world.backend.state).await.unwrap();
         for (person, shown) in [("visitor", false), ("skipper", false), ("newcomer", true)] {
             let answer = flags(&world, person).await;
             assert_eq!(enabled(&answer, &key), shown, "{name} {person} {answer}");

@@ -102,7 +102,7 @@ async fn a_poisoned_message_fails_alone() {
             "{name}"
         );
         assert_eq!(
-            engine::lake::scan(&state, team).await.unwrap().len(),
+            lake::table::scan(&state, team).await.unwrap().len(),
             3,
             "{name}"
         );
@@ -178,19 +178,15 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
                 })
                 .collect();
             world.capture(events).await;
-            engine::commit_team(&world.backend.state, team)
-                .await
-                .unwrap();
+            lake::commit_team(&world.backend.state, team).await.unwrap();
         }
         let identify = json!({"event": "$identify", "distinct_id": "u0", "uuid": uuid(100),
             "timestamp": "2026-11-20T11:00:00Z", "properties": {"$anon_distinct_id": "u1"}});
         world.capture(vec![identify]).await;
-        engine::commit_team(&world.backend.state, team)
-            .await
-            .unwrap();
+        lake::commit_team(&world.backend.state, team).await.unwrap();
         let store = world.backend.state.store.clone();
         assert_eq!(
-            engine::persons::override_list(store.as_ref(), team)
+            lake_core::person_overrides::override_list(store.as_ref(), team)
                 .await
                 .unwrap()
                 .len(),
@@ -198,7 +194,7 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
             "{name}"
         );
         assert_eq!(
-            engine::lake::scan(&world.backend.state, team)
+            lake::table::scan(&world.backend.state, team)
                 .await
                 .unwrap()
                 .len(),
@@ -297,13 +293,13 @@ async fn the_compact_schedule_removes_repeats_and_squashes_overrides() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {bad}");
         assert_eq!(bad["attr"], json!("job"), "{name} {bad}");
 
-        let rows = engine::lake::scan(&state, team).await.unwrap();
+        let rows = lake::table::scan(&state, team).await.unwrap();
         assert_eq!(rows.len(), 9, "{name}");
         let persons: std::collections::HashSet<_> =
             rows.iter().map(|row| row.person_id.clone()).collect();
         assert_eq!(persons.len(), 1, "{name}: one person after the merge");
         assert!(
-            engine::persons::override_list(store.as_ref(), team)
+            lake_core::person_overrides::override_list(store.as_ref(), team)
                 .await
                 .unwrap()
                 .is_empty(),

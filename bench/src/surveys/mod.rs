@@ -243,7 +243,7 @@ async fn time_ours(
 /// The best engine time of each of the route's queries since `since`, from the query log the
 /// query service writes (`None` when it cannot be read).
 async fn engine_times(state: &AppState, project: i64, since: DateTime<Utc>) -> Option<String> {
-    let records = engine::sql::query_log::since(&state.store, project, since)
+    let records = lake_core::query_log::since(&state.store, project, since)
         .await
         .ok()?;
     let split: Vec<String> = ["survey_stats", "survey_stats_dismissed_and_sent"]

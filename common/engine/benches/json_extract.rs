@@ -73,7 +73,7 @@ fn context(runtime: &Runtime) -> SessionContext {
         Arc::new(MemTable::try_new(schema, partitions).expect("partitions match the schema")),
     )
     .expect("a fresh context takes the table");
-    for udf in engine::sql::hogql_functions(chrono_tz::UTC) {
+    for udf in engine::hogql_functions(chrono_tz::UTC) {
         ctx.register_udf(udf);
     }
     datafusion_functions_json::register_all(&mut ctx).expect("the JSON functions register");

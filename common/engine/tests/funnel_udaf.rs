@@ -1,6 +1,6 @@
 //! `aggregateFunnel` through the dialect: planned, grouped per actor, exact at the window edge.
 
-use engine::sql::{self, Bindings, Limits};
+use engine::{Bindings, Limits};
 use serde_json::{Value, json};
 
 async fn run(text: &str) -> Vec<Vec<Value>> {
@@ -9,8 +9,8 @@ async fn run(text: &str) -> Vec<Vec<Value>> {
         memory_bytes: 64 * 1024 * 1024,
         timeout: std::time::Duration::from_secs(30),
     };
-    let prepared = sql::prepare(text, &Bindings::default()).unwrap();
-    let session = sql::open_session(&backend.state, 1, "UTC", &prepared, &limits)
+    let prepared = engine::prepare(text, &Bindings::default()).unwrap();
+    let session = engine::open_session(&backend.state, 1, "UTC", &prepared, &limits)
         .await
         .unwrap();
     let output = session.execute(&prepared, &limits).await;

@@ -1,7 +1,7 @@
 //! Dates around daylight-saving changes, interval arithmetic with any count, the project's time
 //! zone for naive date-time text and `today()`, and user mistakes reported as query errors.
 
-use engine::sql::{self, Bindings, Limits, Output, QueryError};
+use engine::{Bindings, Limits, Output, QueryError};
 
 async fn run(text: &str, zone: &str) -> Result<Output, QueryError> {
     let backend = common::testing::TestState::embedded().await;
@@ -9,8 +9,8 @@ async fn run(text: &str, zone: &str) -> Result<Output, QueryError> {
         memory_bytes: 64 * 1024 * 1024,
         timeout: std::time::Duration::from_secs(30),
     };
-    let prepared = sql::prepare(text, &Bindings::default())?;
-    let session = sql::open_session(&backend.state, 1, zone, &prepared, &limits).await?;
+    let prepared = engine::prepare(text, &Bindings::default())?;
+    let session = engine::open_session(&backend.state, 1, zone, &prepared, &limits).await?;
     session.execute(&prepared, &limits).await
 }
 

@@ -1,7 +1,7 @@
 //! ClickHouse's higher-order array functions, lambda first: arrayMap, arrayFilter, arrayExists,
 //! arrayAll, arrayFirst.
 
-use engine::sql::{self, Bindings, Limits};
+use engine::{Bindings, Limits};
 
 async fn first_row(text: &str) -> Result<Vec<serde_json::Value>, String> {
     let backend = common::testing::TestState::embedded().await;
@@ -9,8 +9,8 @@ async fn first_row(text: &str) -> Result<Vec<serde_json::Value>, String> {
         memory_bytes: 64 * 1024 * 1024,
         timeout: std::time::Duration::from_secs(30),
     };
-    let prepared = sql::prepare(text, &Bindings::default()).map_err(|e| e.to_string())?;
-    let session = sql::open_session(&backend.state, 1, "UTC", &prepared, &limits)
+    let prepared = engine::prepare(text, &Bindings::default()).map_err(|e| e.to_string())?;
+    let session = engine::open_session(&backend.state, 1, "UTC", &prepared, &limits)
         .await
         .map_err(|e| e.to_string())?;
     let output = session

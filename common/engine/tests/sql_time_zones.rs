@@ -1,7 +1,7 @@
 //! Time zones in the dialect: `toTimeZone` keeps the instant and moves truncations to that
 //! zone's calendar; `check_expression` accepts exactly one expression.
 
-use engine::sql::{self, Bindings, Limits};
+use engine::{Bindings, Limits};
 
 async fn first_value(text: &str, zone: &str) -> serde_json::Value {
     let backend = common::testing::TestState::embedded().await;
@@ -9,8 +9,8 @@ async fn first_value(text: &str, zone: &str) -> serde_json::Value {
         memory_bytes: 64 * 1024 * 1024,
         timeout: std::time::Duration::from_secs(30),
     };
-    let prepared = sql::prepare(text, &Bindings::default()).unwrap();
-    let session = sql::open_session(&backend.state, 1, zone, &prepared, &limits)
+    let prepared = engine::prepare(text, &Bindings::default()).unwrap();
+    let session = engine::open_session(&backend.state, 1, zone, &prepared, &limits)
         .await
         .unwrap();
     let output = session.execute(&prepared, &limits).await;
@@ -57,7 +57,7 @@ fn single_expressions_only() {
         "if(event = 'a', 1, 0)",
         "(select 1)",
     ] {
-        assert!(sql::check_expression(ok).is_ok(), "{ok}");
+        assert!(engine::check_expression(ok).is_ok(), "{ok}");
     }
     for bad in [
         "1) from persons where (1",
@@ -66,7 +66,7 @@ fn single_expressions_only() {
         "1; drop table events",
         "{placeholder}",
     ] {
-        assert!(sql::check_expression(bad).is_err(), "{bad}");
+        assert!(engine::check_expression(bad).is_err(), "{bad}");
     }
 }
 

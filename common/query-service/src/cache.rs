@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use common::AppState;
-use engine::sql::QueryError;
+use engine::QueryError;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use serde_json::Value;
@@ -36,7 +36,7 @@ impl Key {
     /// engine session opened).
     pub async fn current(&self, state: &AppState) -> Result<String, QueryError> {
         let version = match self.reads_events {
-            true => engine::lake::current(state, self.team_id)
+            true => lake_core::table::current(state, self.team_id)
                 .await
                 .map_err(QueryError::internal)?
                 .and_then(|table| table.version()),

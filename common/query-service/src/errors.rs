@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use common::ApiError;
 use common::error::ErrorType;
-use engine::sql::QueryError;
+use engine::QueryError;
 
 pub fn api_error(error: &QueryError) -> ApiError {
     match error {

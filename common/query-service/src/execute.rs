@@ -6,7 +6,7 @@ use common::jobs::JobError;
 use common::models::Project;
 use common::store::StoreError;
 use common::{ApiError, AppState};
-use engine::sql::QueryError;
+use engine::QueryError;
 use serde_json::Value;
 
 use crate::errors::api_error;

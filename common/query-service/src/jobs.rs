@@ -98,7 +98,7 @@ async fn watch(
     state: &AppState,
     team_id: i64,
     id: &str,
-    progress: &engine::sql::Progress,
+    progress: &engine::Progress,
     started: DateTime<Utc>,
 ) {
     let mut written = started;
@@ -176,7 +176,7 @@ pub async fn run_job(state: &AppState, team_id: i64, id: &str) -> Result<Value, 
     let slot = slots::wait(state, team_id).await;
     let node = status.job.node();
     let caller = status.job.caller();
-    let progress = engine::sql::Progress::new();
+    let progress = engine::Progress::new();
     let started = state.clock.now();
     let outcome = runner::run_watched(
         Run {

@@ -4,7 +4,7 @@
 //! endpoint run.
 
 use common::ApiError;
-use engine::sql::Bindings;
+use engine::Bindings;
 use insights::nodes::{NodeError, QueryNode, SqlQuery, Structured, Variable};
 use serde_json::{Map, Value, json};
 
@@ -25,7 +25,7 @@ pub struct SqlNode {
     pub experiment: Option<std::sync::Arc<insights::experiments::ExperimentSpec>>,
     /// The rows asked for: the query's own LIMIT, or a caller's page (an endpoint run's
     /// `limit` / `offset`).
-    pub window: engine::sql::Window,
+    pub window: engine::Window,
 }
 
 /// What a caller lays over a node: PostHog's `name`, `variables_override` and `filters_override`.

@@ -9,8 +9,8 @@ use std::time::Instant;
 use chrono::{DateTime, Duration, Utc};
 use common::AppState;
 use common::models::Project;
-use engine::sql::query_log::{self, QueryLogRecord};
-use engine::sql::{self, Limits, Output, QueryError};
+use engine::{Limits, Output, QueryError};
+use lake_core::query_log::{self, QueryLogRecord};
 use insights::experiments::ExperimentSpec;
 use insights::nodes::Structured;
 use serde_json::{Value, json};
@@ -43,7 +43,7 @@ pub fn limits(state: &AppState) -> Limits {
 /// Runs (or serves from cache) and answers PostHog's HogQLQueryResponse; `cancelled`
 /// resolving stops the query where it is.
 pub async fn run(run: Run<'_>, cancelled: impl Future<Output = ()>) -> Result<Value, QueryError> {
-    run_watched(run, cancelled, &sql::Progress::new()).await
+    run_watched(run, cancelled, &engine::Progress::new()).await
 }
 
 /// A service's own run of `node` (a survey's stats, an experiment's day, a flag check): logged,
@@ -65,7 +65,7 @@ pub async fn run_logged(
         endpoint: "",
         log: true,
     };
-    run_watched(run, std::future::pending(), &sql::Progress::new()).await
+    run_watched(run, std::future::pending(), &engine::Progress::new()).await
 }
 
 /// [`run_logged`] in one of the project's slots (waiting for one).
@@ -89,7 +89,7 @@ pub async fn run_logged_in_slot(
 pub async fn run_watched(
     run: Run<'_>,
     cancelled: impl Future<Output = ()>,
-    progress: &sql::Progress,
+    progress: &engine::Progress,
 ) -> Result<Value, QueryError> {
     let clock = Instant::now();
     let mut record = log_record(&run, run.state.clock.now());
@@ -160,7 +160,7 @@ pub async fn log_served(run: &Run<'_>, output: &Output, started_at: DateTime<Utc
 /// made of. An async request plans its node to check it and find a cached answer; the job that
 /// runs it plans it once more, at its own "now".
 pub struct Plan {
-    queries: Vec<sql::Prepared>,
+    queries: Vec<engine::Prepared>,
     compiled: Option<insights::Compiled>,
     /// `None` when the result is not cached (a query reads persons or the log, which change
     /// without a version).
@@ -196,7 +196,7 @@ impl Plan {
             }
             None => (
                 None,
-                vec![sql::prepare_window(
+                vec![engine::prepare_window(
                     &node.text,
                     &bindings(&ctx, node)?,
                     node.window,
@@ -244,7 +244,7 @@ impl Plan {
     }
 }
 
-fn joined(queries: &[sql::Prepared], text: impl Fn(&sql::Prepared) -> &str) -> String {
+fn joined(queries: &[engine::Prepared], text: impl Fn(&engine::Prepared) -> &str) -> String {
     queries.iter().map(text).collect::<Vec<_>>().join(";\n")
 }
 
@@ -268,7 +268,7 @@ async fn load_cached(state: &AppState, team_id: i64, key: &str) -> Option<Value>
 async fn execute(
     run: &Run<'_>,
     cancelled: impl Future<Output = ()>,
-    progress: &sql::Progress,
+    progress: &engine::Progress,
     record: &mut QueryLogRecord,
 ) -> Result<Value, (QueryError, bool)> {
     let started = Instant::now();
@@ -289,7 +289,7 @@ async fn execute(
     let limits = limits(run.state);
     let mut sessions = Vec::with_capacity(planned.queries.len());
     for query in &planned.queries {
-        let session = sql::open_session(
+        let session = engine::open_session(
             run.state,
             run.project.id,
             &run.project.timezone,
@@ -363,8 +363,8 @@ pub async fn columns(
     node: &SqlNode,
 ) -> Result<Vec<(String, String)>, QueryError> {
     let ctx = with_cohorts(state, project, node).await?;
-    let prepared = sql::prepare_window(&node.text, &bindings(&ctx, node)?, node.window)?;
-    let session = sql::open_session(
+    let prepared = engine::prepare_window(&node.text, &bindings(&ctx, node)?, node.window)?;
+    let session = engine::open_session(
         state,
         project.id,
         &project.timezone,
@@ -382,19 +382,19 @@ pub async fn materialization_plan(
     project: &Project,
     node: &SqlNode,
     variable: Option<&str>,
-) -> Result<sql::materialize::Plan, QueryError> {
+) -> Result<engine::materialize::Plan, QueryError> {
     let ctx = with_cohorts(state, project, node).await?;
-    sql::materialize::plan(&node.text, &bindings(&ctx, node)?, variable)
+    engine::materialize::plan(&node.text, &bindings(&ctx, node)?, variable)
 }
 
 /// Runs a materialization plan under the configured limits: the whole result, in Arrow.
 pub async fn collect(
     state: &AppState,
     project: &Project,
-    plan: &sql::materialize::Plan,
-) -> Result<(sql::SchemaRef, Vec<sql::ArrowBatch>), QueryError> {
+    plan: &engine::materialize::Plan,
+) -> Result<(engine::SchemaRef, Vec<engine::ArrowBatch>), QueryError> {
     let limits = limits(state);
-    let session = sql::open_session(
+    let session = engine::open_session(
         state,
         project.id,
         &project.timezone,
@@ -444,7 +444,7 @@ pub(crate) fn plain_context(project: &Project, now: DateTime<Utc>) -> insights::
         timezone: project.timezone.parse().unwrap_or(chrono_tz::UTC),
         now,
         week_start_day: project.week_start_day.unwrap_or(0),
-        check_expression: sql::check_expression,
+        check_expression: engine::check_expression,
         experiment: None,
         cohorts: Default::default(),
     }
@@ -459,7 +459,7 @@ fn invalid(invalid: insights::Invalid) -> QueryError {
 
 /// The SQL node's bindings, with `{filters}` compiled in `ctx` (the project's, with the cohorts
 /// the node names).
-fn bindings(ctx: &insights::Context, node: &SqlNode) -> Result<sql::Bindings, QueryError> {
+fn bindings(ctx: &insights::Context, node: &SqlNode) -> Result<engine::Bindings, QueryError> {
     let mut bindings = node.bindings.clone();
     if let Some(filters) = &node.filters {
         bindings.filters =
@@ -467,11 +467,11 @@ fn bindings(ctx: &insights::Context, node: &SqlNode) -> Result<sql::Bindings, Qu
     }
     // `IN COHORT` in the text: each cohort's membership, over the engine's subject column. One
     // that is not found is left out, for the engine's 400 naming it.
-    for reference in sql::cohort_references(&node.text) {
+    for reference in engine::cohort_references(&node.text) {
         let Some(id) = cohorts::resolve(&ctx.cohorts, &reference) else {
             continue;
         };
-        let condition = insights::cohorts::membership(id, sql::COHORT_SUBJECT, ctx, "query")
+        let condition = insights::cohorts::membership(id, engine::COHORT_SUBJECT, ctx, "query")
             .map_err(invalid)?;
         bindings.cohorts.insert(reference.key(), condition);
     }
@@ -482,13 +482,13 @@ fn bindings(ctx: &insights::Context, node: &SqlNode) -> Result<sql::Bindings, Qu
 fn compile_with(
     ctx: &insights::Context,
     node: &Structured,
-) -> Result<(insights::Compiled, Vec<sql::Prepared>), QueryError> {
+) -> Result<(insights::Compiled, Vec<engine::Prepared>), QueryError> {
     let compiled = node.compile(ctx).map_err(invalid)?;
     let prepared = compiled
         .queries
         .iter()
         .map(|text| {
-            sql::prepare(text, &sql::Bindings::default()).map(sql::Prepared::with_sql_nulls)
+            engine::prepare(text, &engine::Bindings::default()).map(engine::Prepared::with_sql_nulls)
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((compiled, prepared))
@@ -498,7 +498,7 @@ fn compile_with(
 /// fields (the timings name each query).
 fn structured_response(
     run: &Run<'_>,
-    queries: &[sql::Prepared],
+    queries: &[engine::Prepared],
     compiled: insights::Compiled,
     outputs: Vec<Output>,
     started: Instant,
@@ -536,7 +536,7 @@ fn structured_response(
 
 fn response(
     run: &Run<'_>,
-    prepared: &sql::Prepared,
+    prepared: &engine::Prepared,
     output: Output,
     cache_key: Option<&str>,
 ) -> Value {

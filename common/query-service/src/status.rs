@@ -20,7 +20,7 @@ const KEEP_MINUTES: i64 = 20;
 
 /// PostHog's `query_progress` (ClickHouse's `system.processes` for the query): rows and bytes
 /// read, rows expected in all, whole seconds since the run started, and CPU time in microseconds.
-/// Here they come from the running plans' metrics ([`engine::sql::Progress`]).
+/// Here they come from the running plans' metrics ([`engine::Progress`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {
     pub bytes_read: u64,
@@ -32,7 +32,7 @@ pub struct Progress {
 
 impl Progress {
     /// What the plans have done (`scanned`) after running for `elapsed`.
-    pub fn of(scanned: engine::sql::Scanned, elapsed: Duration) -> Self {
+    pub fn of(scanned: engine::Scanned, elapsed: Duration) -> Self {
         Self {
             bytes_read: scanned.bytes,
             rows_read: scanned.rows,
@@ -80,7 +80,7 @@ impl Job {
         SqlNode {
             text: self.text.clone(),
             name: self.name.clone(),
-            bindings: engine::sql::Bindings {
+            bindings: engine::Bindings {
                 values: self.values.clone(),
                 variables: self.variables.clone(),
                 ..Default::default()
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn progress_is_posthogs_units() {
-        let scanned = engine::sql::Scanned {
+        let scanned = engine::Scanned {
             rows: 50,
             bytes: 4096,
             estimated_rows: 40,

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use common::AppState;
 use common::models::Project;
-use engine::sql::{Bindings, QueryError};
+use engine::{Bindings, QueryError};
 use insights::Table;
 use insights::surveys::{SurveyQuery, count, questions, responses, stats};
 use serde_json::Value;

@@ -15,7 +15,7 @@ pub fn is_sql(query: &Value) -> bool {
 /// The code names a SQL query's text uses.
 pub fn used(query: &Value) -> Vec<String> {
     let text = query["query"].as_str().unwrap_or_default();
-    engine::sql::materialize::variables(text).unwrap_or_default()
+    engine::materialize::variables(text).unwrap_or_default()
 }
 
 /// A SQL query's variables as `variables_override` takes them (id → `{code_name, value}`), for

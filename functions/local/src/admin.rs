@@ -8,7 +8,7 @@ use common::config::Backend;
 use common::models::{MembershipLevel, NewUser, User};
 use common::provisioning::{self, DEFAULT_TIMEZONE, bootstrap_if_empty};
 use common::store::DynamoStore;
-use engine::shred;
+use lake::shred;
 use serde_json::json;
 use uuid::Uuid;
 

@@ -18,8 +18,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use common::AppState;
 use common::models::Project;
 use common::staging::PropertiesProbe;
-use engine::rows::{EventFields, ParsedRows};
 use indicatif::{ProgressBar, ProgressStyle};
+use lake::rows::{EventFields, ParsedRows};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -263,7 +263,7 @@ fn fast_line(line: &[u8], now: DateTime<Utc>, rows: &mut ParsedRows) -> bool {
     };
     if event.trim().is_empty()
         || !capture::name_fits(&event)
-        || engine::persons::joins_persons(&event)
+        || lake::persons::joins_persons(&event)
         || distinct_id.trim().is_empty()
         || !capture::distinct_id_fits(&distinct_id)
     {
@@ -418,7 +418,7 @@ pub async fn run(data_dir: PathBuf, project: i64, file: PathBuf) -> anyhow::Resu
 
 /// What an import did.
 pub struct Summary {
-    pub report: engine::import::ImportReport,
+    pub report: lake::import::ImportReport,
     pub skipped: u64,
     pub file_bytes: u64,
     /// The process's peak resident memory when the import ended.
@@ -468,7 +468,7 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
         ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg} ({eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut importer = engine::import::Importer::new(state.clone(), project).await?;
+    let mut importer = lake::import::Importer::new(state.clone(), project).await?;
 
     let parsers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let (chunk_sender, chunks) = sync_channel::sync_channel(parsers);
@@ -532,7 +532,7 @@ mod tests {
 
     use deltalake_core::arrow::array::{Array, StringArray};
     use deltalake_core::arrow::record_batch::RecordBatch;
-    use engine::persons::Persons;
+    use lake::persons::Persons;
 
     use super::*;
 
@@ -542,7 +542,7 @@ mod tests {
 
     async fn resolved(rows: ParsedRows) -> RecordBatch {
         let store = Arc::new(common::testing::memory_store());
-        let mut persons = Persons::new(store, 1);
+        let mut persons = Persons::new(store, Arc::new(common::clock::SystemClock), 1);
         let mut batches = rows.resolve(&mut persons).await.unwrap();
         assert_eq!(batches.len(), 1);
         batches.remove(0)

@@ -43,7 +43,7 @@ pub fn app(state: AppState) -> App {
 
 /// Every job, as the worker registers them.
 pub fn register_jobs(state: &AppState) {
-    engine::jobs::register(state);
+    lake::jobs::register(state);
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
     query_service::cohorts::calculation::register(state);

@@ -126,7 +126,7 @@ pub async fn serve_until(
         MATERIALIZE_ENDPOINTS_EVERY,
         stopped.clone(),
     ));
-    let committer = tokio::spawn(engine::run_committer(state.clone(), COMMIT_EVERY, stopped));
+    let committer = tokio::spawn(lake::run_committer(state.clone(), COMMIT_EVERY, stopped));
     let app = crate::app(state);
     let service = axum::ServiceExt::<Request>::into_make_service(app);
     let served = axum::serve(listener, service)

@@ -3,7 +3,7 @@
 
 use common::models::Project;
 use common::{ApiError, AppState};
-use engine::sql::{self, Bindings};
+use engine::Bindings;
 use serde_json::{Value, json};
 
 use query_service::runner::{self, Run};
@@ -134,7 +134,7 @@ Answer with the query only, no explanation.\nTables:\n{TABLES}\nTop events: {}\n
         .as_str()
         .ok_or_else(|| unavailable("no choices[0].message.content".into()))?;
     let sql = extract_sql(content);
-    if let Err(error) = sql::prepare(&sql, &Bindings::default()) {
+    if let Err(error) = engine::prepare(&sql, &Bindings::default()) {
         return Err(ApiError::field(
             "prompt",
             "unclear",

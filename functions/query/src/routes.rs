@@ -152,7 +152,7 @@ pub async fn log(
     values.insert("client_query_id".into(), Value::String(id.clone()));
     let node = SqlNode::sql(
         "select * from query_log where query_id = {client_query_id} and event_date >= yesterday() order by query_start_time",
-        engine::sql::Bindings {
+        engine::Bindings {
             values,
             ..Default::default()
         },

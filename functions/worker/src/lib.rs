@@ -23,7 +23,7 @@ const JOB_START_MARGIN: Duration = Duration::from_secs(5);
 
 /// Every job the worker can run.
 pub fn register_jobs(state: &AppState) {
-    engine::jobs::register(state);
+    lake::jobs::register(state);
     query_service::jobs::register(state);
     query_service::experiments::timeseries::register(state);
     query_service::cohorts::calculation::register(state);
@@ -99,7 +99,7 @@ pub async fn handle_batch(
         }
     }
     for (team, ids) in commits {
-        match engine::commit_team(state, team).await {
+        match lake::commit_team(state, team).await {
             Ok(report) => tracing::info!(?report, "committed"),
             Err(error) => {
                 tracing::error!(team, error = %Chain(&error), "commit failed");

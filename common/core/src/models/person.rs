@@ -1,6 +1,6 @@
-//! The read side of persons: a person as the Store keeps it and where it lives. The engine's
-//! committer writes them (`engine::persons`); the flags function reads them here without linking
-//! the query engine.
+//! The read side of persons: a person as the Store keeps it and where it lives. The lake's
+//! committer writes them (`lake::persons`); the flags function reads them here without linking
+//! the lake or the query engine.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,7 @@ use common::AppState;
 use common::jobs::{Job, JobContext, JobError};
 use common::models::Project;
 use common::store::StoreError;
-use engine::sql::QueryError;
+use engine::QueryError;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -53,7 +53,7 @@ impl Job for CohortCalculationJob {
 /// Queues one calculation per live behavioural cohort of every project that has events (a
 /// project without an event table has no behaviour to recompute).
 async fn queue_behavioral(state: &AppState) -> Result<Value, JobError> {
-    let teams = engine::lake::teams_with_tables(state)
+    let teams = lake_core::table::teams_with_tables(state)
         .await
         .map_err(JobError::failed)?;
     let mut queued = Vec::new();

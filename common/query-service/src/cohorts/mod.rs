@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use common::AppState;
 use common::models::Project;
 use common::store::StoreError;
-use engine::sql::{self, Bindings, CohortRef, QueryError};
+use engine::{Bindings, CohortRef, QueryError};
 use insights::cohorts::{CohortSpec, Cohorts, MAX_INLINE_MEMBERS};
 use serde_json::Value;
 use uuid::Uuid;
@@ -20,7 +20,7 @@ use crate::SqlNode;
 use crate::runner;
 
 /// Persons read per query of a calculation (the engine's largest LIMIT).
-const PAGE: u64 = sql::MAX_LIMIT;
+const PAGE: u64 = engine::MAX_LIMIT;
 
 /// Most cohorts one node may pull in, nested ones included.
 const MAX_COHORTS: usize = 200;
@@ -82,7 +82,7 @@ async fn named_in_text(
     team_id: i64,
     text: &str,
 ) -> Result<BTreeSet<i64>, QueryError> {
-    let references = sql::cohort_references(text);
+    let references = engine::cohort_references(text);
     let mut ids: BTreeSet<i64> = references
         .iter()
         .filter_map(|reference| match reference {
@@ -142,14 +142,14 @@ pub async fn members_of(
         let text = format!(
             "SELECT id FROM persons WHERE {condition} ORDER BY id LIMIT {page} OFFSET {offset}"
         );
-        sql::prepare(&text, &Bindings::default()).map(sql::Prepared::with_sql_nulls)
+        engine::prepare(&text, &Bindings::default()).map(engine::Prepared::with_sql_nulls)
     };
     // Straight to the engine (the service's own read: no cache, no log, no slot), one session
     // for every page, so the pages read one snapshot and the tables are registered once.
     let limits = runner::limits(state);
     let mut prepared = query(0)?;
     let session =
-        sql::open_session(state, project.id, &project.timezone, &prepared, &limits).await?;
+        engine::open_session(state, project.id, &project.timezone, &prepared, &limits).await?;
     let mut persons = BTreeSet::new();
     let mut offset = 0;
     loop {

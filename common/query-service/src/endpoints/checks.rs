@@ -4,7 +4,7 @@
 use common::models::Project;
 use common::{ApiError, AppState};
 use endpoint_core::Column;
-use engine::sql::QueryError;
+use engine::QueryError;
 use serde_json::Value;
 
 use crate::{Overrides, SqlNode, api_error, runner};
@@ -85,7 +85,7 @@ pub async fn can_materialize(
         ));
     }
     let node = SqlNode::from_query(query, Overrides::default()).map_err(|e| e.body.detail)?;
-    let mut used = engine::sql::materialize::variables(&node.text).map_err(|e| e.to_string())?;
+    let mut used = engine::materialize::variables(&node.text).map_err(|e| e.to_string())?;
     if used.len() > 1 {
         return Err("A query with more than one variable cannot be materialized.".into());
     }

@@ -19,8 +19,8 @@ use common::models::Project;
 use common::store::StoreError;
 use endpoint_core::repository;
 use endpoint_core::{Endpoint, Materialization, MaterializationStatus, SyncFrequency, Version};
-use engine::sql::materialize::{self, Slice};
-use engine::sql::{Output, QueryError};
+use engine::materialize::{self, Slice};
+use engine::{Output, QueryError};
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
@@ -279,7 +279,7 @@ pub async fn serve(
 /// Queues a run of every materialization that is due (or stuck) in the projects with events.
 async fn queue_due(state: &AppState) -> Result<Value, JobError> {
     let now = state.clock.now();
-    let teams = engine::lake::teams_with_tables(state)
+    let teams = lake_core::table::teams_with_tables(state)
         .await
         .map_err(JobError::failed)?;
     let mut queued = Vec::new();

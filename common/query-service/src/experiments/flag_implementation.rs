@@ -11,7 +11,7 @@
 use chrono::Duration;
 use common::models::Project;
 use common::{ApiError, ApiResult, AppState};
-use engine::sql::Bindings;
+use engine::Bindings;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

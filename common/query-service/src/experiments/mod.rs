@@ -11,7 +11,7 @@ use std::sync::Arc;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use common::AppState;
 use common::models::Project;
-use engine::sql::QueryError;
+use engine::QueryError;
 use experiment_core::spec::spec_of;
 use insights::experiments::ExperimentSpec;
 use insights::nodes::Structured;
