@@ -78,16 +78,12 @@ where
         let mut ops =
             entities::plan_numbered(store, COUNTER_SK, &mut cohort, team_id, actor, at).await?;
         ops.extend(link(&cohort)?);
-        match store.transact_write(ops).await {
-            Ok(()) => return Ok(cohort),
-            // The counter moved (count again) or a linked item changed (the caller's to read).
-            Err(StoreError::ConditionFailed) => {
-                let counter_now = store::claim_next_id(store, &pk, COUNTER_SK).await?.0;
-                if counter_now == cohort.id {
-                    return Err(WriteError::Raced);
-                }
-            }
-            Err(other) => return Err(other.into()),
+        if entities::commit(store, ops).await? {
+            return Ok(cohort);
+        }
+        // The counter moved (count again) or a linked item changed (the caller's to read).
+        if store::claim_next_id(store, &pk, COUNTER_SK).await?.0 == cohort.id {
+            return Err(WriteError::Raced);
         }
     }
     Err(WriteError::Raced)
@@ -119,10 +115,9 @@ pub async fn save(
         actor,
         at,
     )?;
-    match store.transact_write(ops).await {
-        Ok(()) => Ok(after),
-        Err(StoreError::ConditionFailed) => Err(WriteError::Raced),
-        Err(other) => Err(other.into()),
+    match entities::commit(store, ops).await? {
+        true => Ok(after),
+        false => Err(WriteError::Raced),
     }
 }
 

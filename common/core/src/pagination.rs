@@ -86,8 +86,18 @@ impl Pagination {
 
     /// The page of `all` this request asked for, with its links.
     pub fn page<T: Serialize>(&self, all: &[T]) -> Value {
-        let results: Vec<&T> = all.iter().skip(self.offset).take(self.limit).collect();
-        let count = all.len();
+        self.page_of(all.len(), self.window(all))
+    }
+
+    /// The items of `all` on the requested page, to render only those.
+    pub fn window<'a, T>(&self, all: &'a [T]) -> &'a [T] {
+        let start = self.offset.min(all.len());
+        let end = start.saturating_add(self.limit).min(all.len());
+        &all[start..end]
+    }
+
+    /// The page answer for `results` (the rendered [`window`](Self::window) of `count` items).
+    pub fn page_of<T: Serialize>(&self, count: usize, results: &[T]) -> Value {
         let next = (self.offset + self.limit < count).then(|| self.link(self.offset + self.limit));
         let previous = (self.offset > 0).then(|| self.link(self.offset.saturating_sub(self.limit)));
         json!({ "count": count, "next": next, "previous": previous, "results": results })

@@ -94,33 +94,28 @@ pub async fn create(
         ops.extend(
             entities::plan_numbered(store, COUNTER_SK, &mut experiment, team_id, actor, at).await?,
         );
-        match store.transact_write(ops).await {
-            Ok(()) => {
-                return Ok(Written {
-                    experiment,
-                    flag: written_flag,
-                });
-            }
-            Err(StoreError::ConditionFailed) => {
-                if let FlagWrite::Create(new) = &flag
-                    && flags::create_failure(store, team_id, &new.key)
-                        .await?
-                        .is_some()
-                {
-                    return Err(WriteError::FlagKeyTaken);
-                }
-                if let FlagWrite::Save { before, .. } = &flag
-                    && !matches!(
-                        flags::save_failure(store, team_id, before).await,
-                        flags::WriteError::KeyTaken
-                    )
-                {
-                    return Err(WriteError::Raced);
-                }
-                // A counter moved under this write: count again.
-            }
-            Err(other) => return Err(other.into()),
+        if entities::commit(store, ops).await? {
+            return Ok(Written {
+                experiment,
+                flag: written_flag,
+            });
         }
+        if let FlagWrite::Create(new) = &flag
+            && flags::create_failure(store, team_id, &new.key)
+                .await?
+                .is_some()
+        {
+            return Err(WriteError::FlagKeyTaken);
+        }
+        if let FlagWrite::Save { before, .. } = &flag
+            && !matches!(
+                flags::save_failure(store, team_id, before).await,
+                flags::WriteError::KeyTaken
+            )
+        {
+            return Err(WriteError::Raced);
+        }
+        // A counter moved under this write: count again.
     }
     Err(WriteError::Raced)
 }
@@ -156,22 +151,21 @@ pub async fn save(
         actor,
         at,
     )?);
-    match store.transact_write(ops).await {
-        Ok(()) => Ok(Written {
+    if entities::commit(store, ops).await? {
+        return Ok(Written {
             experiment: after,
             flag: written_flag,
-        }),
-        Err(StoreError::ConditionFailed) => match &flag {
-            FlagWrite::Create(new)
-                if flags::create_failure(store, team_id, &new.key)
-                    .await?
-                    .is_some() =>
-            {
-                Err(WriteError::FlagKeyTaken)
-            }
-            _ => Err(WriteError::Raced),
-        },
-        Err(other) => Err(other.into()),
+        });
+    }
+    match &flag {
+        FlagWrite::Create(new)
+            if flags::create_failure(store, team_id, &new.key)
+                .await?
+                .is_some() =>
+        {
+            Err(WriteError::FlagKeyTaken)
+        }
+        _ => Err(WriteError::Raced),
     }
 }
 

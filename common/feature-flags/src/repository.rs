@@ -37,11 +37,6 @@ impl Entity for FeatureFlag {
 common::stamped!(FeatureFlag, i64);
 common::entity_reads! { FeatureFlag, i64, Stored { flag, item_version }, live }
 
-/// Zero-padded so sort-key order is id order.
-pub fn flag_sk(id: i64) -> String {
-    FeatureFlag::sort_key(&id)
-}
-
 fn key_sk(key: &str) -> String {
     format!("FLAGKEY#{key}")
 }
@@ -170,16 +165,13 @@ pub async fn create(
     for attempt in 0..store::UPDATE_ATTEMPTS {
         entities::pause_before(attempt).await;
         let planned = plan_create(store, team_id, new.clone(), actor, at).await?;
-        match store.transact_write(planned.ops).await {
-            Ok(()) => return Ok(planned.flag),
-            Err(StoreError::ConditionFailed) => {
-                if let Some(error) = create_failure(store, team_id, &planned.flag.key).await? {
-                    return Err(error);
-                }
-                // Another flag took this id first: count again.
-            }
-            Err(other) => return Err(other.into()),
+        if entities::commit(store, planned.ops).await? {
+            return Ok(planned.flag);
         }
+        if let Some(error) = create_failure(store, team_id, &planned.flag.key).await? {
+            return Err(error);
+        }
+        // Another flag took this id first: count again.
     }
     Err(WriteError::Raced)
 }
@@ -226,7 +218,10 @@ pub fn plan_save(
 
 /// Why a transaction holding [`plan_save`]'s ops failed its conditions.
 pub async fn save_failure(store: &dyn Store, team_id: i64, before: &Stored) -> WriteError {
-    match store.get(&team_pk(team_id), &flag_sk(before.flag.id)).await {
+    match store
+        .get(&team_pk(team_id), &FeatureFlag::sort_key(&before.flag.id))
+        .await
+    {
         Err(error) => error.into(),
         Ok(None) => WriteError::NotFound,
         Ok(Some(item)) if item.version != before.item_version => WriteError::Raced,
@@ -246,10 +241,9 @@ pub async fn save(
     at: DateTime<Utc>,
 ) -> Result<FeatureFlag, WriteError> {
     let planned = plan_save(team_id, before, after, actor, at)?;
-    match store.transact_write(planned.ops).await {
-        Ok(()) => Ok(planned.flag),
-        Err(StoreError::ConditionFailed) => Err(save_failure(store, team_id, before).await),
-        Err(other) => Err(other.into()),
+    match entities::commit(store, planned.ops).await? {
+        true => Ok(planned.flag),
+        false => Err(save_failure(store, team_id, before).await),
     }
 }
 
@@ -367,7 +361,7 @@ mod tests {
 
     #[test]
     fn sort_keys_order_by_id() {
-        assert!(flag_sk(9) < flag_sk(10));
-        assert!(!flag_sk(1).starts_with("FLAGKEY#"));
+        assert!(FeatureFlag::sort_key(&9) < FeatureFlag::sort_key(&10));
+        assert!(!FeatureFlag::sort_key(&1).starts_with("FLAGKEY#"));
     }
 }

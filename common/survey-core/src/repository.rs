@@ -162,10 +162,9 @@ pub async fn commit(
     survey: &Survey,
     ops: Vec<WriteOp>,
 ) -> Result<(), WriteError> {
-    match store.transact_write(ops).await {
-        Ok(()) => Ok(()),
-        Err(StoreError::ConditionFailed) => Err(failure(store, survey).await),
-        Err(other) => Err(other.into()),
+    match entities::commit(store, ops).await? {
+        true => Ok(()),
+        false => Err(failure(store, survey).await),
     }
 }
 

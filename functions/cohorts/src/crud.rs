@@ -26,16 +26,11 @@ pub async fn list(
     let project = auth.project(store, &project, READ).await?;
     let mut cohorts = repository::list_live(store, project.id).await?;
     cohorts.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-    let mut rendered = Vec::with_capacity(cohorts.len());
-    for (index, cohort) in cohorts.iter().enumerate() {
-        let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
-        if on_page {
-            rendered.push(render(store, cohort).await?);
-        } else {
-            rendered.push(serde_json::Value::Null); // outside the page: only counted
-        }
+    let mut rendered = Vec::new();
+    for cohort in pagination.window(&cohorts) {
+        rendered.push(render(store, cohort).await?);
     }
-    Ok(axum::Json(pagination.page(&rendered)).into_response())
+    Ok(axum::Json(pagination.page_of(cohorts.len(), &rendered)).into_response())
 }
 
 /// `POST /cohorts/`: 201 with the cohort; a dynamic one's calculation is queued.

@@ -149,13 +149,8 @@ pub async fn list(
     });
     let mut creators: std::collections::HashMap<Uuid, Option<User>> =
         std::collections::HashMap::new();
-    let mut rendered = Vec::with_capacity(rows.len());
-    for (index, (experiment, flag)) in rows.iter().enumerate() {
-        let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
-        if !on_page {
-            rendered.push(serde_json::Value::Null); // outside the page: only counted
-            continue;
-        }
+    let mut rendered = Vec::new();
+    for (experiment, flag) in pagination.window(&rows) {
         let creator = match experiment.created_by {
             Some(uuid) => {
                 if let std::collections::hash_map::Entry::Vacant(slot) = creators.entry(uuid) {
@@ -167,7 +162,7 @@ pub async fn list(
         };
         rendered.push(experiment_core::render::basic(experiment, *flag, creator));
     }
-    Ok(axum::Json(pagination.page(&rendered)).into_response())
+    Ok(axum::Json(pagination.page_of(rows.len(), &rendered)).into_response())
 }
 
 /// How long it ran (or has been running); never-started ones sort first.

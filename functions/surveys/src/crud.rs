@@ -84,13 +84,8 @@ pub async fn list(
     // One read of the project's flags and one per creator serve the whole page.
     let live = feature_flags::repository::list_live(store, project.id).await?;
     let mut creators = std::collections::HashMap::new();
-    let mut rendered = Vec::with_capacity(matches.len());
-    for (index, (survey, kind)) in matches.iter().enumerate() {
-        let on_page = index >= pagination.offset && index - pagination.offset < pagination.limit;
-        if !on_page {
-            rendered.push(Value::Null); // outside the page: only counted
-            continue;
-        }
+    let mut rendered = Vec::new();
+    for (survey, kind) in pagination.window(&matches) {
         let made_by = match creators.get(&survey.created_by) {
             Some(known) => Value::clone(known),
             None => {
@@ -106,7 +101,7 @@ pub async fn list(
             *kind,
         ));
     }
-    Ok(axum::Json(pagination.page(&rendered)).into_response())
+    Ok(axum::Json(pagination.page_of(matches.len(), &rendered)).into_response())
 }
 
 /// `POST /surveys/`: 201 with the survey, its internal targeting flag (and the targeting and

@@ -121,26 +121,10 @@ pub async fn list(
     });
     // PostHog lists newest first.
     flags.reverse();
-    let shown: Vec<&FeatureFlag> = flags
-        .iter()
-        .skip(pagination.offset)
-        .take(pagination.limit)
-        .collect();
+    let shown: Vec<&FeatureFlag> = pagination.window(&flags).iter().collect();
     let creators = Creators::of(store, &shown).await?;
-    let rendered: Vec<serde_json::Value> = flags
-        .iter()
-        .enumerate()
-        .map(|(index, flag)| {
-            let on_page =
-                index >= pagination.offset && index - pagination.offset < pagination.limit;
-            if on_page {
-                creators.render(flag)
-            } else {
-                serde_json::Value::Null // outside the page: never shown, only counted
-            }
-        })
-        .collect();
-    Ok(axum::Json(pagination.page(&rendered)).into_response())
+    let rendered: Vec<serde_json::Value> = shown.iter().map(|flag| creators.render(flag)).collect();
+    Ok(axum::Json(pagination.page_of(flags.len(), &rendered)).into_response())
 }
 
 /// `POST /feature_flags/`
