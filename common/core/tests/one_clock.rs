@@ -28,7 +28,10 @@ fn rust_files(folder: &Path, found: &mut Vec<PathBuf>) {
 }
 
 fn is_test_file(path: &Path) -> bool {
-    let name = path.file_name().and_then(|name| name.to_str()).unwrap_or("");
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("");
     name == "tests.rs" || name.ends_with("_tests.rs")
 }
 
@@ -54,9 +57,13 @@ fn product_code_reads_time_only_from_the_clock() {
             if line.trim_start().starts_with("#[cfg(test)]") {
                 break;
             }
-            if !line.trim_start().starts_with("//") && FORBIDDEN.iter().any(|f| line.contains(f))
-            {
-                offenders.push(format!("{}:{}: {}", path.display(), number + 1, line.trim()));
+            if !line.trim_start().starts_with("//") && FORBIDDEN.iter().any(|f| line.contains(f)) {
+                offenders.push(format!(
+                    "{}:{}: {}",
+                    path.display(),
+                    number + 1,
+                    line.trim()
+                ));
             }
         }
     }

@@ -10,9 +10,9 @@ use chrono::{DateTime, Duration, Utc};
 use common::AppState;
 use common::models::Project;
 use engine::{Limits, Output, QueryError};
-use lake_core::query_log::{self, QueryLogRecord};
 use insights::experiments::ExperimentSpec;
 use insights::nodes::Structured;
+use lake_core::query_log::{self, QueryLogRecord};
 use serde_json::{Value, json};
 
 use crate::errors::log_exception;
@@ -488,7 +488,8 @@ fn compile_with(
         .queries
         .iter()
         .map(|text| {
-            engine::prepare(text, &engine::Bindings::default()).map(engine::Prepared::with_sql_nulls)
+            engine::prepare(text, &engine::Bindings::default())
+                .map(engine::Prepared::with_sql_nulls)
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((compiled, prepared))

@@ -481,7 +481,13 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
             let _ = chunk_sender.send(Err(error));
         }
     });
-    let workers = spawn_parsers(parsers, chunks, parsed_sender, spare_sender, state.clock.now());
+    let workers = spawn_parsers(
+        parsers,
+        chunks,
+        parsed_sender,
+        spare_sender,
+        state.clock.now(),
+    );
 
     // Chunks finish out of order; rows go to the importer in file order.
     let mut waiting: BTreeMap<usize, Parsed> = BTreeMap::new();
