@@ -39,13 +39,9 @@ impl Entity for Cohort {
     fn display_name(&self) -> String {
         self.name.clone()
     }
-
-    fn deleted(&self) -> bool {
-        self.deleted
-    }
 }
 
-common::stamped!(Cohort, i64);
+common::stamped!(Cohort, i64, soft_deleted);
 common::entity_reads! { Cohort, i64, Stored { cohort, item_version }, live }
 
 #[derive(Debug, thiserror::Error)]

@@ -49,13 +49,17 @@ impl SortKey for str {
     }
 }
 
-/// Where an entity's item is: its project and its key.
-pub trait Keyed {
+/// What the repository reads off an entity: its project, its key, and whether it is
+/// soft-deleted (kept, but shown by no read route).
+pub trait Fields {
     /// What the sort key holds after the prefix: an id, a uuid, a name.
     type Key: SortKey + std::fmt::Display + ?Sized + Send + Sync;
 
     fn key(&self) -> &Self::Key;
     fn team_id(&self) -> i64;
+    fn deleted(&self) -> bool {
+        false
+    }
 }
 
 /// The fields of a stamped entity (see [`Stamps`]) that are bookkeeping, not changes worth a
@@ -89,7 +93,7 @@ pub const fn bookkeeping_and<const N: usize>(more: &[&'static str]) -> [&'static
 }
 
 /// An entity of a project, stored as JSON at (`TEAM#<team_id>`, `<PREFIX><key>`).
-pub trait Entity: Keyed + Serialize + DeserializeOwned + Send + Sync + 'static {
+pub trait Entity: Fields + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The sort-key prefix of every item of this kind (`FLAG#`, `COHORT#`, ...); no other kind's
     /// prefix may start with it.
     const PREFIX: &'static str;
@@ -102,11 +106,6 @@ pub trait Entity: Keyed + Serialize + DeserializeOwned + Send + Sync + 'static {
 
     /// The activity log's `detail.name` (a flag's key, a survey's name).
     fn display_name(&self) -> String;
-
-    /// Soft-deleted: kept, but no read route shows it.
-    fn deleted(&self) -> bool {
-        false
-    }
 
     /// The activity log's `item_id`.
     fn item_id(&self) -> String {
@@ -237,19 +236,28 @@ pub struct Stamps<K> {
 }
 
 /// An entity with [`Stamps`]: the repository fills them on create and carries them on save.
-/// Implement it (and [`Keyed`], by `id`) with [`stamped!`](crate::stamped) for a struct with the
+/// Implement it (and [`Fields`], by `id`) with [`stamped!`](crate::stamped) for a struct with the
 /// usual field names.
 pub trait Stamped: Entity<Key: Copy + Sized> {
     fn stamps(&self) -> Stamps<Self::Key>;
     fn set_stamps(&mut self, stamps: Stamps<Self::Key>);
 }
 
-/// Implements [`Keyed`] (keyed by `id`, of type `$key`) and [`Stamped`] for an entity whose
-/// fields are named `id`, `team_id`, `version`, `created_at`, `created_by` and `updated_at`.
+/// Implements [`Fields`] (keyed by `id`, of type `$key`; `soft_deleted`: by its `deleted` flag)
+/// and [`Stamped`] for an entity whose fields are named `id`, `team_id`, `version`,
+/// `created_at`, `created_by` and `updated_at`.
 #[macro_export]
 macro_rules! stamped {
+    ($entity:ty, $key:ty, soft_deleted) => {
+        $crate::stamped!(@fields $entity, $key, fn deleted(&self) -> bool { self.deleted });
+        $crate::stamped!(@stamps $entity);
+    };
     ($entity:ty, $key:ty) => {
-        impl $crate::repository::Keyed for $entity {
+        $crate::stamped!(@fields $entity, $key,);
+        $crate::stamped!(@stamps $entity);
+    };
+    (@fields $entity:ty, $key:ty, $($deleted:item)?) => {
+        impl $crate::repository::Fields for $entity {
             type Key = $key;
 
             fn key(&self) -> &$key {
@@ -259,8 +267,11 @@ macro_rules! stamped {
             fn team_id(&self) -> i64 {
                 self.team_id
             }
-        }
 
+            $($deleted)?
+        }
+    };
+    (@stamps $entity:ty) => {
         impl $crate::repository::Stamped for $entity {
             fn stamps(&self) -> $crate::repository::Stamps<Self::Key> {
                 $crate::repository::Stamps {
@@ -362,6 +373,24 @@ pub fn plan_save<E: Stamped>(
     ])
 }
 
+/// [`plan_save`] of a user's edit, logged `deleted` when it soft-deletes and `updated`
+/// otherwise.
+pub fn plan_edit<E: Stamped>(
+    team_id: i64,
+    before: &E,
+    item_version: u64,
+    after: &mut E,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<Vec<WriteOp>, StoreError> {
+    let activity = if !before.deleted() && after.deleted() {
+        activity::DELETED
+    } else {
+        activity::UPDATED
+    };
+    plan_save(team_id, before, item_version, after, activity, actor, at)
+}
+
 /// Declares, in an entity's repository module, what needs the entity's own name: its `Stored`
 /// (the entity under the field `$field`, with the item version a write must still find, under
 /// `$version`) and the typed reads over the generic ones: `get` and `list_all`, and for a
@@ -449,13 +478,9 @@ mod tests {
         fn display_name(&self) -> String {
             self.name.clone()
         }
-
-        fn deleted(&self) -> bool {
-            self.deleted
-        }
     }
 
-    crate::stamped!(Thing, i64);
+    crate::stamped!(Thing, i64, soft_deleted);
 
     mod things {
         use super::Thing;

@@ -14,7 +14,7 @@
 use chrono::{DateTime, Utc};
 use common::ApiError;
 use common::activity::{self, Actor};
-use common::repository::{Entity, Keyed, record, team_pk};
+use common::repository::{Entity, Fields, record, team_pk};
 use common::store::{self, Condition, Item, MAX_TRANSACTION_ITEMS, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -41,7 +41,7 @@ const IGNORED_IN_DIFFS: &[&str] = &[
 ];
 
 /// Keyed by name: the name is held by one endpoint.
-impl Keyed for Endpoint {
+impl Fields for Endpoint {
     type Key = str;
 
     fn key(&self) -> &str {

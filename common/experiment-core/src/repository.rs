@@ -4,7 +4,7 @@
 //! counter and the activity entries are written in one transaction.
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor};
+use common::activity::Actor;
 use common::repository::{self as entities, Entity};
 use common::store::{self, Store, StoreError, WriteOp};
 use feature_flags::FeatureFlag;
@@ -24,13 +24,9 @@ impl Entity for Experiment {
     fn display_name(&self) -> String {
         self.name.clone()
     }
-
-    fn deleted(&self) -> bool {
-        self.deleted
-    }
 }
 
-common::stamped!(Experiment, i64);
+common::stamped!(Experiment, i64, soft_deleted);
 common::entity_reads! { Experiment, i64, Stored { experiment, item_version }, live }
 
 /// Zero-padded so sort-key order is id order.
@@ -132,22 +128,16 @@ pub async fn save(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Written, WriteError> {
-    let old = &before.experiment;
     let (mut ops, written_flag) = plan_flag(store, team_id, &flag, actor, at).await?;
     if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
         after.feature_flag_id = flag.id;
     }
-    let activity = if !old.deleted && after.deleted {
-        activity::DELETED
-    } else {
-        activity::UPDATED
-    };
-    ops.extend(entities::plan_save(
+    let (old, item_version) = (&before.experiment, before.item_version);
+    ops.extend(entities::plan_edit(
         team_id,
         old,
-        before.item_version,
+        item_version,
         &mut after,
-        activity,
         actor,
         at,
     )?);
@@ -193,6 +183,7 @@ async fn plan_flag(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use common::activity;
     use feature_flags::model::{EvaluationRuntime, FlagFilters};
 
     fn draft(name: &str) -> Experiment {

@@ -5,7 +5,7 @@
 //! hold one key and no change exists without its log entry.
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor};
+use common::activity::Actor;
 use common::repository::{self as entities, Entity, team_pk};
 use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
@@ -28,13 +28,9 @@ impl Entity for FeatureFlag {
     fn display_name(&self) -> String {
         self.key.clone()
     }
-
-    fn deleted(&self) -> bool {
-        self.deleted
-    }
 }
 
-common::stamped!(FeatureFlag, i64);
+common::stamped!(FeatureFlag, i64, soft_deleted);
 common::entity_reads! { FeatureFlag, i64, Stored { flag, item_version }, live }
 
 fn key_sk(key: &str) -> String {
@@ -189,20 +185,7 @@ pub fn plan_save(
     let old = &before.flag;
     let was_live = !old.deleted;
     let is_live = !after.deleted;
-    let activity = if was_live && !is_live {
-        activity::DELETED
-    } else {
-        activity::UPDATED
-    };
-    let mut ops = entities::plan_save(
-        team_id,
-        old,
-        before.item_version,
-        &mut after,
-        activity,
-        actor,
-        at,
-    )?;
+    let mut ops = entities::plan_edit(team_id, old, before.item_version, &mut after, actor, at)?;
     if was_live && (!is_live || old.key != after.key) {
         ops.push(WriteOp::Delete {
             pk: team_pk(team_id),
@@ -275,6 +258,7 @@ pub async fn key_holder(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use common::activity;
     use serde_json::json;
 
     fn sample_filters(rollout_percentage: f64) -> FlagFilters {
