@@ -18,6 +18,15 @@ impl Clock for SystemClock {
     }
 }
 
+/// Milliseconds since the epoch on the machine's own clock, never a test's: for instants another
+/// system states in wall time, such as a Lambda invocation's deadline, which passes in real time
+/// whatever the state's clock says.
+pub fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
 /// A clock that stands still until told to move.
 #[derive(Debug)]
 pub struct ManualClock(Mutex<DateTime<Utc>>);

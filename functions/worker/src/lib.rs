@@ -44,14 +44,13 @@ pub async fn function_handler(
     state: &AppState,
     event: LambdaEvent<WorkerEvent>,
 ) -> Result<WorkerResponse, JobError> {
-    let deadline = deadline_of(event.context.deadline, state.clock.now().timestamp_millis());
+    // Lambda's deadline passes in real time, whatever the state's clock says.
+    let deadline = deadline_of(event.context.deadline, common::clock::wall_clock_ms());
     handle(state, event.payload, Some(deadline)).await
 }
 
-/// `deadline_ms` is wall-clock milliseconds since the epoch, as Lambda gives it; `now_ms` the
-/// same from the state's clock.
-fn deadline_of(deadline_ms: u64, now_ms: i64) -> Instant {
-    let now_ms = u64::try_from(now_ms).unwrap_or(0);
+/// `deadline_ms` and `now_ms` are wall-clock milliseconds since the epoch, as Lambda gives them.
+fn deadline_of(deadline_ms: u64, now_ms: u64) -> Instant {
     Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
 }
 
