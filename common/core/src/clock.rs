@@ -22,9 +22,7 @@ impl Clock for SystemClock {
 /// system states in wall time, such as a Lambda invocation's deadline, which passes in real time
 /// whatever the state's clock says.
 pub fn wall_clock_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
+    u64::try_from(SystemClock.now().timestamp_millis()).unwrap_or(0)
 }
 
 /// A clock that stands still until told to move.

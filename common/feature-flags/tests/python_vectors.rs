@@ -641,7 +641,7 @@ fn property_matching_equals_the_sdk() {
             let mut properties = Map::new();
             properties.insert("k".to_owned(), value.clone());
             assert_eq!(
-                match_property(&filter, &properties, chrono::Utc::now()),
+                match_property(&filter, &properties, vectors_now()),
                 wanted,
                 "{operator} {filter_value} on {value}"
             );
@@ -704,7 +704,7 @@ fn flag_values_equal_the_sdk() {
             group_types: &group_types,
             hash_key_overrides: None,
             cohort_memberships: None,
-            now: chrono::Utc::now(),
+            now: vectors_now(),
         };
         let key = keys[*index];
         let only = [key.to_owned()];
@@ -723,4 +723,10 @@ fn flag_values_equal_the_sdk() {
             "{key} for {distinct_id} with {properties}"
         );
     }
+}
+
+/// The instant relative dates (`-7d`, `1y`) are read at: fixed, inside the window where the
+/// SDK's answers above hold (the dates run from 2023 to 2100).
+fn vectors_now() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap()
 }

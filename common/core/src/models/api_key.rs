@@ -194,7 +194,7 @@ mod tests {
             scopes.iter().map(|s| s.to_string()).collect(),
             None,
             None,
-            Utc::now(),
+            DateTime::UNIX_EPOCH,
         )
         .0
     }
@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn secrets_hash_and_mask_like_posthog() {
         let (key, secret) =
-            PersonalApiKey::create(Uuid::nil(), "t", vec![], None, None, Utc::now());
+            PersonalApiKey::create(Uuid::nil(), "t", vec![], None, None, DateTime::UNIX_EPOCH);
         assert!(secret.starts_with("phx_") && secret.len() == 51);
         assert_eq!(key.secure_value.len(), "sha256$".len() + 64);
         assert_eq!(key.secure_value, PersonalApiKey::secure_value_of(&secret));

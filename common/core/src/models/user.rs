@@ -368,7 +368,7 @@ mod tests {
                 password: Some("correct horse"),
                 is_staff: false,
             },
-            Utc::now(),
+            DateTime::UNIX_EPOCH,
         )
         .unwrap();
         let hash = user.password_hash.as_deref().unwrap();
@@ -396,7 +396,7 @@ mod tests {
                 password: None,
                 is_staff: false,
             },
-            Utc::now(),
+            DateTime::UNIX_EPOCH,
         )
         .unwrap();
         assert!(!user.password_matches("correct horse").await.unwrap());
