@@ -331,10 +331,10 @@ pub async fn receive_batch(sqs: &aws_sdk_sqs::Client, url: &str) -> SqsEvent {
     serde_json::from_value(serde_json::json!({ "Records": records })).unwrap()
 }
 
-/// Each row's (event code, timestamp in µs) in one of the project's files (`path` relative to
-/// its table), in file order: what the importer and compaction sort files by. Every row must
-/// have a code.
-pub async fn event_time_keys(state: &AppState, team: i64, path: &str) -> Vec<(i64, i64)> {
+/// Each row's (event code, distinct id, timestamp in µs) in one of the project's files (`path`
+/// relative to its table), in file order: what the importer and compaction sort files by. Every
+/// row must have a code.
+pub async fn event_time_keys(state: &AppState, team: i64, path: &str) -> Vec<(i64, String, i64)> {
     use deltalake_core::arrow::array::{Array, AsArray};
     use deltalake_core::arrow::datatypes::{Int64Type, TimestampMicrosecondType};
 
@@ -345,15 +345,19 @@ pub async fn event_time_keys(state: &AppState, team: i64, path: &str) -> Vec<(i6
         let codes = batch.column_by_name("event_code").expect("event codes");
         let codes = codes.as_primitive::<Int64Type>();
         assert_eq!(codes.null_count(), 0, "{path}: every event has a code");
+        let ids = batch
+            .column_by_name("distinct_id")
+            .unwrap()
+            .as_string::<i32>();
         let times = batch.column_by_name("timestamp").unwrap();
         let times = times.as_primitive::<TimestampMicrosecondType>();
-        keys.extend(
-            codes
-                .values()
-                .iter()
-                .copied()
-                .zip(times.values().iter().copied()),
-        );
+        for row in 0..batch.num_rows() {
+            keys.push((
+                codes.value(row),
+                ids.value(row).to_owned(),
+                times.value(row),
+            ));
+        }
     }
     keys
 }

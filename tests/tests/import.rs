@@ -41,7 +41,7 @@ async fn export_lines_become_rows() {
     writeln!(encoder, r#"{{"event": "no distinct id"}}"#).unwrap();
     encoder.finish().unwrap();
 
-    local::import::run(data_dir.clone(), team, file)
+    local::import::run(data_dir.clone(), team, file, 1000)
         .await
         .unwrap();
     let rows = lake::table::scan(&state, team).await.unwrap();
@@ -55,7 +55,7 @@ async fn export_lines_become_rows() {
     let anon0 = rows.iter().find(|r| r.distinct_id == "anon-0").unwrap();
     assert_eq!(identify.person_id, anon0.person_id);
     assert!(
-        local::import::run(data_dir, 999, dir.path().join("events.ndjson.gz"))
+        local::import::run(data_dir, 999, dir.path().join("events.ndjson.gz"), 1000)
             .await
             .is_err(),
         "unknown project"
@@ -63,9 +63,10 @@ async fn export_lines_become_rows() {
 }
 
 /// An export out of time order, over several days: every row arrives, each file holds one day,
-/// and each file's rows are sorted by event (its code) and time. Both backends.
+/// and each file's rows are sorted by event (its code), distinct id and time; imported again,
+/// it adds nothing. Both backends.
 #[tokio::test]
-async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
+async fn imported_files_hold_one_day_each_sorted_and_a_second_import_adds_nothing() {
     use deltalake_core::arrow::array::AsArray;
 
     for world in api_tests::World::all().await {
@@ -113,5 +114,18 @@ async fn imported_files_hold_one_day_each_sorted_by_event_and_time() {
             assert!(keys.is_sorted(), "{path} is not sorted by event and time");
         }
         assert_eq!(days_seen.len(), days, "{}", world.name());
+
+        // The same export again (an operator re-running a finished import): nothing added,
+        // every row counted as already there.
+        let again = local::import::import_file(&state, team, &file)
+            .await
+            .unwrap();
+        assert_eq!(
+            (again.report.rows, again.report.skipped, again.report.files),
+            (count as u64, count as u64, 0),
+            "{}",
+            world.name()
+        );
+        assert_eq!(lake::table::scan(&state, team).await.unwrap().len(), count);
     }
 }

@@ -1,71 +1,103 @@
-//! The bulk importer's file writer: one file per day partition (rolled at the target size), each
-//! row group's rows sorted by event and time, streamed to the store as row groups fill.
+//! The layout every bulk writer of the events tables writes (the importer, and compaction's
+//! rewrite, so the committer's small files converge to it): the rows of a whole write sorted by
+//! day, event, distinct id and time, one file per day (rolled at the target size), row groups
+//! holding a contiguous run of events, so a filter on the event (or a person's events) skips
+//! whole row groups by their statistics, and pages within them by the page index.
 //!
-//! Rows wait per day until a row group's worth has come, then are sorted and written, so a day's
-//! rows sit together and selective event filters skip pages. Memory is bounded by the rows
-//! waiting (`PENDING_BYTES`) and one open row group per open file (`OPEN_FILES`), not by how
-//! much a commit holds: a day that has had no rows for a while has its file closed.
+//! The sort is DataFusion's external sort: rows are taken as they come, in any order; past
+//! `SORT_MEMORY` the rows held are sorted and spilled to disk as a run (LZ4-compressed Arrow),
+//! and at `close` the runs are merged into one stream in order, cut into days and encoded. A
+//! write's memory stays bounded however many rows it takes and however they are ordered.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use datafusion::arrow::compute::SortOptions;
+use datafusion::common::config::SpillCompression;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::parquet::{
+    DefaultParquetFileReaderFactory, ParquetFileReaderFactory,
+};
+use datafusion::error::DataFusionError;
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::expressions::col;
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::prelude::SessionConfig;
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::expressions::Scalar;
 use delta_kernel::table_properties::DataSkippingNumIndexedCols;
 use deltalake_core::arrow::array::{Array, AsArray, BooleanArray};
-use deltalake_core::arrow::compute::{
-    SortColumn, concat, filter_record_batch, interleave_record_batch, lexsort_to_indices,
-};
-use deltalake_core::arrow::datatypes::{Date32Type, Schema};
-use deltalake_core::arrow::error::ArrowError;
+use deltalake_core::arrow::compute::filter_record_batch;
+use deltalake_core::arrow::datatypes::{Date32Type, Schema, SchemaRef};
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::datafile::writer::{DeltaWriter, WriterConfig};
 use deltalake_core::kernel::Add;
 use deltalake_core::logstore::ObjectStoreRef;
+use deltalake_core::parquet::arrow::ProjectionMask;
+use deltalake_core::parquet::arrow::async_reader::{
+    AsyncFileReader, ParquetRecordBatchStreamBuilder,
+};
 use deltalake_core::{DeltaResult, DeltaTable, DeltaTableError};
+use futures::StreamExt;
 use indexmap::IndexMap;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
 
 use crate::table;
 
-/// Rows a day gathers before they are sorted and written: half a row group, so the rows
-/// waiting and their sorted copy stay small.
-const RUN_ROWS: usize = table::ROW_GROUP_ROWS / 2;
-/// Bytes of rows waiting across all days; past it the day holding the most is written early.
-/// Two encoders each holding 96 MB (and three open files) put a 10M-event load at 1.2 GB peak
-/// RSS; 48 MB and two files, at 870 MB, and no slower.
-const PENDING_BYTES: usize = 48 << 20;
-/// Files open at once, each holding its open row group; past it the least recently written
-/// day's file is closed. Exports come roughly in time order, so two (today and the day before)
-/// cover a day boundary; rows far out of order make small files, which compaction merges.
-const OPEN_FILES: usize = 2;
+/// Memory a write's sort holds before it spills a sorted run: two encoders at this and their
+/// open row groups keep a 10M-event import under 1 GB of RSS.
+const SORT_MEMORY: usize = 192 << 20;
+/// Batches waiting for the sort: it takes them as fast as it copies them.
+const INPUT_QUEUE: usize = 2;
+/// Rows per batch out of the merge: what the Parquet writer takes at a time.
+const OUTPUT_BATCH_ROWS: usize = 8 * 1024;
 /// Files roll over at about this size.
 pub const TARGET_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Delta's default for how many leading columns get file statistics.
 const DELTA_INDEXED_COLUMNS: u64 = 32;
 
-/// Columns rows are sorted by, most significant first: the event's code where the table has
-/// one (integers compare faster than names), its name otherwise, then the time.
-const SORT_COLUMNS: [&[&str]; 2] = [&["event_code", "event"], &["timestamp"]];
+/// Columns rows are sorted by, most significant first (the first of each choice the batch has):
+/// the day (a file per day), the event's code where the table has one (integers compare faster
+/// than names) or its name, the distinct id (a person's events together, so a filter on one
+/// skips the rest), then the time.
+const SORT_COLUMNS: [&[&str]; 4] = [
+    &[table::PARTITION_COLUMN],
+    &["event_code", "event"],
+    &["distinct_id"],
+    &["timestamp"],
+];
+
+/// What a write put in the table.
+#[derive(Debug, Default)]
+pub struct Written {
+    pub adds: Vec<Add>,
+    /// Rows left out because the table already held their uuid on their day.
+    pub skipped: u64,
+}
 
 pub struct ClusteredWriter {
     store: ObjectStoreRef,
     config: WriterConfig,
-    days: HashMap<i32, Day>,
-    pending_bytes: usize,
-    /// Writes so far: a day remembers the last one it took part in.
-    clock: u64,
-    adds: Vec<Add>,
+    existing: Option<Arc<ExistingUuids>>,
+    /// Started by the first batch, whose schema the sort takes.
+    sort: Option<RunningSort>,
 }
 
-#[derive(Default)]
-struct Day {
-    pending: Vec<RecordBatch>,
-    pending_rows: usize,
-    pending_bytes: usize,
-    file: Option<DeltaWriter>,
-    last_write: u64,
+struct RunningSort {
+    schema: SchemaRef,
+    batches: mpsc::Sender<Result<RecordBatch, DataFusionError>>,
+    done: JoinHandle<DeltaResult<Written>>,
 }
 
 impl ClusteredWriter {
@@ -97,94 +129,281 @@ impl ClusteredWriter {
         Ok(Self {
             store: table.object_store(),
             config,
-            days: HashMap::new(),
-            pending_bytes: 0,
-            clock: 0,
-            adds: Vec::new(),
+            existing: None,
+            sort: None,
         })
     }
 
-    /// Takes `batch`'s rows (any days, any order); writes what has gathered enough.
+    /// Leaves out rows whose uuid `table` (as it is now) already holds on their day, so writing
+    /// the same events again adds nothing; [`Written::skipped`] counts them.
+    pub fn skipping_existing(mut self, table: &DeltaTable) -> DeltaResult<Self> {
+        self.existing = Some(Arc::new(ExistingUuids::of(table)?));
+        Ok(self)
+    }
+
+    /// Takes `batch`'s rows (any days, any order).
     pub async fn write(&mut self, batch: &RecordBatch) -> DeltaResult<()> {
-        self.clock += 1;
-        for (date, rows) in split_by_day(batch)? {
-            let bytes = rows.get_array_memory_size();
-            let day = self.days.entry(date).or_default();
-            day.last_write = self.clock;
-            day.pending_rows += rows.num_rows();
-            day.pending_bytes += bytes;
-            day.pending.push(rows);
-            self.pending_bytes += bytes;
-            if day.pending_rows >= RUN_ROWS {
-                self.write_pending(date).await?;
-            }
+        if batch.num_rows() == 0 {
+            return Ok(());
         }
-        while self.pending_bytes > PENDING_BYTES {
-            let Some(fullest) = self.days.iter().max_by_key(|(_, day)| day.pending_bytes) else {
-                break;
-            };
-            let date = *fullest.0;
-            self.write_pending(date).await?;
-        }
-        while self.days.values().filter(|day| day.file.is_some()).count() > OPEN_FILES {
-            let idlest = self
-                .days
-                .iter()
-                .filter(|(_, day)| day.file.is_some())
-                .min_by_key(|(_, day)| day.last_write)
-                .map(|(date, _)| *date);
-            match idlest {
-                Some(date) => self.close_day(date).await?,
-                None => break,
+        let sort = match &mut self.sort {
+            Some(sort) => sort,
+            None => self.sort.insert(RunningSort::start(
+                batch.schema(),
+                self.store.clone(),
+                self.config.clone(),
+                self.existing.clone(),
+            )?),
+        };
+        // Batches of one write share their columns; a schema that differs only in its fields'
+        // flags or metadata is read as the first one's.
+        let batch = if batch.schema() == sort.schema {
+            batch.clone()
+        } else {
+            RecordBatch::try_new(sort.schema.clone(), batch.columns().to_vec())?
+        };
+        if sort.batches.send(Ok(batch)).await.is_err() {
+            // The sort stopped on an error: finishing it tells which.
+            if let Some(sort) = self.sort.take() {
+                sort.finish().await?;
             }
+            return Err(DeltaTableError::generic("the sort stopped"));
         }
         Ok(())
     }
 
-    /// Sorts the rows waiting for `date` and writes them to its file.
-    async fn write_pending(&mut self, date: i32) -> DeltaResult<()> {
-        let Some(day) = self.days.get_mut(&date) else {
-            return Ok(());
-        };
-        if day.pending.is_empty() {
-            return Ok(());
+    /// Sorts, cuts into days and writes every row taken; the files written, as `add` actions.
+    pub async fn close(self) -> DeltaResult<Written> {
+        match self.sort {
+            Some(sort) => sort.finish().await,
+            None => Ok(Written::default()),
         }
-        let pending = std::mem::take(&mut day.pending);
-        self.pending_bytes -= std::mem::take(&mut day.pending_bytes);
-        day.pending_rows = 0;
-        let rows = sorted(&pending)?;
-        drop(pending);
-        let file = match &mut day.file {
-            Some(file) => file,
-            None => day
-                .file
-                .insert(DeltaWriter::new(self.store.clone(), self.config.clone())),
-        };
-        let partition: IndexMap<String, Scalar> =
-            IndexMap::from([(table::PARTITION_COLUMN.to_owned(), Scalar::Date(date))]);
-        file.write_partition(rows, &partition).await
-    }
-
-    async fn close_day(&mut self, date: i32) -> DeltaResult<()> {
-        self.write_pending(date).await?;
-        if let Some(file) = self.days.remove(&date).and_then(|day| day.file) {
-            self.adds.extend(file.close().await?);
-        }
-        Ok(())
-    }
-
-    /// Writes every waiting row and closes every file: the files written, as `add` actions.
-    pub async fn close(mut self) -> DeltaResult<Vec<Add>> {
-        let dates: Vec<i32> = self.days.keys().copied().collect();
-        for date in dates {
-            self.close_day(date).await?;
-        }
-        Ok(self.adds)
     }
 }
 
-/// `batch`'s rows by day partition (one slice, no copy, when they share a day, as a time-ordered
-/// input's mostly do).
+impl RunningSort {
+    fn start(
+        schema: SchemaRef,
+        store: ObjectStoreRef,
+        config: WriterConfig,
+        existing: Option<Arc<ExistingUuids>>,
+    ) -> DeltaResult<Self> {
+        let (batches, receiver) = mpsc::channel(INPUT_QUEUE);
+        let source = Arc::new(ChannelSource {
+            schema: schema.clone(),
+            receiver: Mutex::new(Some(receiver)),
+        });
+        let input =
+            StreamingTableExec::try_new(schema.clone(), vec![source], None, [], false, None)
+                .map_err(sort_error)?;
+        let ordering = LexOrdering::new(sort_order(&schema)?)
+            .ok_or_else(|| DeltaTableError::generic("no columns to sort rows by"))?;
+        let sort = SortExec::new(ordering, Arc::new(input));
+        let sorted = sort.execute(0, sort_context()?).map_err(sort_error)?;
+        let done = tokio::spawn(write_days(sorted, store, config, existing));
+        Ok(Self {
+            schema,
+            batches,
+            done,
+        })
+    }
+
+    async fn finish(self) -> DeltaResult<Written> {
+        drop(self.batches);
+        self.done
+            .await
+            .map_err(|error| DeltaTableError::generic(error.to_string()))?
+    }
+}
+
+/// The sort's expressions: `SORT_COLUMNS` as `schema` has them, ascending.
+fn sort_order(schema: &Schema) -> DeltaResult<Vec<PhysicalSortExpr>> {
+    SORT_COLUMNS
+        .iter()
+        .filter_map(|choices| choices.iter().find(|name| schema.index_of(name).is_ok()))
+        .map(|name| {
+            let column = col(name, schema).map_err(sort_error)?;
+            Ok(PhysicalSortExpr::new(column, SortOptions::default()))
+        })
+        .collect()
+}
+
+/// A task context of the sort's own: its memory bound, spills to the OS temporary directory.
+fn sort_context() -> DeltaResult<Arc<TaskContext>> {
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(FairSpillPool::new(SORT_MEMORY)))
+        .build_arc()
+        .map_err(sort_error)?;
+    let mut config = SessionConfig::new().with_batch_size(OUTPUT_BATCH_ROWS);
+    config.options_mut().execution.spill_compression = SpillCompression::Lz4Frame;
+    Ok(Arc::new(
+        TaskContext::default()
+            .with_session_config(config)
+            .with_runtime(runtime),
+    ))
+}
+
+fn sort_error(error: DataFusionError) -> DeltaTableError {
+    DeltaTableError::GenericError {
+        source: Box::new(error),
+    }
+}
+
+/// The batches a writer is given, as the one partition of the sort's input.
+#[derive(Debug)]
+struct ChannelSource {
+    schema: SchemaRef,
+    receiver: Mutex<Option<mpsc::Receiver<Result<RecordBatch, DataFusionError>>>>,
+}
+
+impl PartitionStream for ChannelSource {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let receiver = self.receiver.lock().ok().and_then(|mut held| held.take());
+        let batches = futures::stream::unfold(receiver, |receiver| async move {
+            let mut receiver = receiver?;
+            let batch = receiver.recv().await?;
+            Some((batch, Some(receiver)))
+        });
+        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), batches))
+    }
+}
+
+/// The day being written: its file, and the uuids it already held.
+struct OpenDay {
+    date: i32,
+    file: DeltaWriter,
+    held: HashSet<u128>,
+}
+
+/// Writes the sorted rows, a file per day (they come a day at a time).
+async fn write_days(
+    mut sorted: SendableRecordBatchStream,
+    store: ObjectStoreRef,
+    config: WriterConfig,
+    existing: Option<Arc<ExistingUuids>>,
+) -> DeltaResult<Written> {
+    let mut written = Written::default();
+    let mut open: Option<OpenDay> = None;
+    while let Some(batch) = sorted.next().await {
+        let batch = batch.map_err(sort_error)?;
+        for (date, rows) in split_by_day(&batch)? {
+            let day = match open.take() {
+                Some(day) if day.date == date => open.insert(day),
+                other => {
+                    if let Some(done) = other {
+                        written.adds.extend(done.file.close().await?);
+                    }
+                    let held = match &existing {
+                        Some(existing) => existing.on(date).await?,
+                        None => HashSet::new(),
+                    };
+                    open.insert(OpenDay {
+                        date,
+                        file: DeltaWriter::new(store.clone(), config.clone()),
+                        held,
+                    })
+                }
+            };
+            let rows = if day.held.is_empty() {
+                rows
+            } else {
+                let kept = without_held(&rows, &day.held)?;
+                written.skipped += (rows.num_rows() - kept.num_rows()) as u64;
+                kept
+            };
+            if rows.num_rows() > 0 {
+                let partition: IndexMap<String, Scalar> =
+                    IndexMap::from([(table::PARTITION_COLUMN.to_owned(), Scalar::Date(date))]);
+                day.file.write_partition(rows, &partition).await?;
+            }
+        }
+    }
+    if let Some(day) = open {
+        written.adds.extend(day.file.close().await?);
+    }
+    Ok(written)
+}
+
+/// The rows of `rows` whose uuid is not in `held`.
+fn without_held(rows: &RecordBatch, held: &HashSet<u128>) -> DeltaResult<RecordBatch> {
+    let uuids = rows
+        .column_by_name("uuid")
+        .and_then(|column| column.as_string_opt::<i32>())
+        .ok_or_else(|| DeltaTableError::generic("rows without a uuid column"))?;
+    let keep = BooleanArray::from_iter(uuids.iter().map(|uuid| {
+        Some(
+            !uuid
+                .and_then(|u| Uuid::parse_str(u).ok())
+                .is_some_and(|u| held.contains(&u.as_u128())),
+        )
+    }));
+    Ok(filter_record_batch(rows, &keep)?)
+}
+
+/// The table's files by day (path and size), as a write found them, for the uuids each day
+/// already holds.
+struct ExistingUuids {
+    files: HashMap<i32, Vec<(String, u64)>>,
+    readers: DefaultParquetFileReaderFactory,
+}
+
+impl ExistingUuids {
+    fn of(table: &DeltaTable) -> DeltaResult<Self> {
+        let mut files: HashMap<i32, Vec<(String, u64)>> = HashMap::new();
+        for (path, size) in crate::rewrite::file_sizes(table)? {
+            if let Some(day) = crate::rewrite::partition_day(&path) {
+                files
+                    .entry(day)
+                    .or_default()
+                    .push((path, size.max(0) as u64));
+            }
+        }
+        Ok(Self {
+            files,
+            readers: DefaultParquetFileReaderFactory::new(table.object_store()),
+        })
+    }
+
+    /// The uuids the table's files of `date` hold (only their uuid column is read).
+    async fn on(&self, date: i32) -> DeltaResult<HashSet<u128>> {
+        let mut held = HashSet::new();
+        let metrics = ExecutionPlanMetricsSet::new();
+        for (path, size) in self.files.get(&date).into_iter().flatten() {
+            let file = PartitionedFile::new(path.clone(), *size);
+            // The trait is `Send` itself: its box reads as the reader Parquet's builder takes.
+            let reader: Box<dyn AsyncFileReader> = self
+                .readers
+                .create_reader(0, file, None, &metrics)
+                .map_err(sort_error)?;
+            let builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
+            let Ok(index) = builder.schema().index_of("uuid") else {
+                continue;
+            };
+            let projection = ProjectionMask::roots(builder.parquet_schema(), [index]);
+            let mut batches = builder.with_projection(projection).build()?;
+            while let Some(batch) = batches.next().await {
+                let batch = batch?;
+                if let Some(uuids) = batch.column(0).as_string_opt::<i32>() {
+                    held.extend(
+                        uuids
+                            .iter()
+                            .flatten()
+                            .filter_map(|u| Uuid::parse_str(u).ok())
+                            .map(|u| u.as_u128()),
+                    );
+                }
+            }
+        }
+        Ok(held)
+    }
+}
+
+/// `batch`'s rows by day partition (one slice, no copy, when they share a day, as the sorted
+/// rows mostly do).
 fn split_by_day(batch: &RecordBatch) -> DeltaResult<Vec<(i32, RecordBatch)>> {
     let dates = batch
         .column_by_name(table::PARTITION_COLUMN)
@@ -195,78 +414,31 @@ fn split_by_day(batch: &RecordBatch) -> DeltaResult<Vec<(i32, RecordBatch)>> {
         return Err(DeltaTableError::generic("rows without a date"));
     }
     let values = dates.values();
-    let Some(&first) = values.first() else {
-        return Ok(Vec::new());
-    };
-    if values.iter().all(|&date| date == first) {
-        return Ok(vec![(first, batch.clone())]);
+    let mut days = Vec::new();
+    let mut start = 0;
+    // Sorted rows come in runs of a day: each run is a slice.
+    for end in 1..=values.len() {
+        if end == values.len() || values[end] != values[start] {
+            days.push((values[start], batch.slice(start, end - start)));
+            start = end;
+        }
     }
-    let mut distinct: Vec<i32> = values.to_vec();
-    distinct.sort_unstable();
-    distinct.dedup();
-    distinct
-        .into_iter()
-        .map(|date| {
-            let on_day = BooleanArray::from_iter(values.iter().map(|&d| Some(d == date)));
-            Ok((date, filter_record_batch(batch, &on_day)?))
-        })
-        .collect()
-}
-
-/// The rows of `batches` (one schema) sorted by `SORT_COLUMNS`, copied once: only the sort keys
-/// are concatenated, every column is gathered straight from the batches.
-fn sorted(batches: &[RecordBatch]) -> DeltaResult<RecordBatch> {
-    let Some(first) = batches.first() else {
-        return Err(DeltaTableError::generic("no rows to sort"));
-    };
-    let schema = first.schema();
-    let keys = SORT_COLUMNS
-        .iter()
-        .filter_map(|choices| choices.iter().find_map(|name| schema.index_of(name).ok()))
-        .map(|index| {
-            let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(index).as_ref()).collect();
-            Ok(SortColumn {
-                values: concat(&parts)?,
-                options: None,
-            })
-        })
-        .collect::<Result<Vec<_>, ArrowError>>()?;
-    let order = lexsort_to_indices(&keys, None)?;
-    // Each row's (batch, row in batch), in the order the keys were concatenated.
-    let places: Vec<(usize, usize)> = batches
-        .iter()
-        .enumerate()
-        .flat_map(|(batch, rows)| (0..rows.num_rows()).map(move |row| (batch, row)))
-        .collect();
-    let gathered: Vec<(usize, usize)> =
-        order.values().iter().map(|&i| places[i as usize]).collect();
-    let sources: Vec<&RecordBatch> = batches.iter().collect();
-    Ok(interleave_record_batch(&sources, &gathered)?)
+    Ok(days)
 }
 
 #[cfg(test)]
 mod tests {
     use deltalake_core::arrow::array::{Date32Array, Int64Array, StringArray};
+    use deltalake_core::arrow::datatypes::{DataType, Field};
 
     use super::*;
 
     fn batch(dates: &[i32], codes: &[i64]) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![
-            deltalake_core::arrow::datatypes::Field::new(
-                "date",
-                deltalake_core::arrow::datatypes::DataType::Date32,
-                false,
-            ),
-            deltalake_core::arrow::datatypes::Field::new(
-                "event_code",
-                deltalake_core::arrow::datatypes::DataType::Int64,
-                true,
-            ),
-            deltalake_core::arrow::datatypes::Field::new(
-                "event",
-                deltalake_core::arrow::datatypes::DataType::Utf8,
-                false,
-            ),
+            Field::new("date", DataType::Date32, false),
+            Field::new("event_code", DataType::Int64, true),
+            Field::new("event", DataType::Utf8, false),
+            Field::new("timestamp", DataType::Int64, false),
         ]));
         let names: Vec<String> = codes.iter().map(|c| format!("e{c}")).collect();
         RecordBatch::try_new(
@@ -275,39 +447,30 @@ mod tests {
                 Arc::new(Date32Array::from(dates.to_vec())),
                 Arc::new(Int64Array::from(codes.to_vec())),
                 Arc::new(StringArray::from(names)),
+                Arc::new(Int64Array::from(codes.to_vec())),
             ],
         )
         .unwrap()
     }
 
     #[test]
-    fn rows_split_by_day_keep_their_order_and_lose_nothing() {
-        let rows = batch(&[3, 1, 3, 2, 1], &[10, 11, 12, 13, 14]);
+    fn sorted_rows_split_into_a_slice_per_day() {
+        let rows = batch(&[1, 1, 2, 3, 3], &[10, 11, 12, 13, 14]);
         let days = split_by_day(&rows).unwrap();
-        let codes = |b: &RecordBatch| -> Vec<i64> {
-            b.column(1)
-                .as_primitive::<deltalake_core::arrow::datatypes::Int64Type>()
-                .values()
-                .to_vec()
-        };
-        let found: Vec<(i32, Vec<i64>)> = days.iter().map(|(d, b)| (*d, codes(b))).collect();
-        assert_eq!(
-            found,
-            vec![(1, vec![11, 14]), (2, vec![13]), (3, vec![10, 12])]
-        );
-        let one_day = split_by_day(&batch(&[5, 5], &[1, 2])).unwrap();
-        assert_eq!(one_day.len(), 1);
+        let found: Vec<(i32, usize)> = days.iter().map(|(d, b)| (*d, b.num_rows())).collect();
+        assert_eq!(found, vec![(1, 2), (2, 1), (3, 2)]);
+        assert!(split_by_day(&batch(&[], &[])).unwrap().is_empty());
     }
 
     #[test]
-    fn rows_sort_by_the_event_code_first() {
-        let rows = sorted(&[batch(&[1, 1, 1], &[3, 1, 5]), batch(&[1, 1], &[4, 2])]).unwrap();
-        let codes = rows
-            .column(1)
-            .as_primitive::<deltalake_core::arrow::datatypes::Int64Type>();
-        assert_eq!(codes.values().to_vec(), vec![1, 2, 3, 4, 5]);
-        // Every column moves with its row.
-        let names: Vec<&str> = rows.column(2).as_string::<i32>().iter().flatten().collect();
-        assert_eq!(names, vec!["e1", "e2", "e3", "e4", "e5"]);
+    fn rows_sort_by_day_then_event_code_then_time() {
+        let rows = batch(&[1], &[1]);
+        let order: Vec<String> = sort_order(&rows.schema())
+            .unwrap()
+            .iter()
+            .map(|expr| expr.expr.to_string())
+            .collect();
+        // The code, not the name; no distinct id column here, so none is sorted by.
+        assert_eq!(order, ["date@0", "event_code@1", "timestamp@3"]);
     }
 }

@@ -1,13 +1,18 @@
 //! Bulk loading: parsed rows straight into a project's Delta table. Persons are resolved in
-//! event order on the caller's task; Parquet encoding runs on one task per core, each writing
-//! its own day files (`clustered`), and every so many rows all their files go into the table in
-//! one commit, so memory stays flat however long the input is.
+//! event order on the caller's task; the rows go to one encoder task per core, each sorting
+//! what it is given into day files in the table's layout (`clustered`), and every so many rows
+//! all their files go into the table in one commit, so memory stays flat however long (and
+//! however ordered) the input is. Rows whose uuid the table already holds on their day are
+//! left out, so an import run again (after an interruption, or by mistake) adds nothing.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use common::AppState;
 use common::store::Store;
+use deltalake_core::arrow::array::{AsArray, BooleanArray};
+use deltalake_core::arrow::compute::filter_record_batch;
+use deltalake_core::arrow::datatypes::Date32Type;
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::kernel::Action;
 use deltalake_core::kernel::transaction::CommitBuilder;
@@ -24,9 +29,10 @@ use crate::shred::{KeyCounts, Shredder};
 use crate::table;
 use lake_core::LakeError;
 
-/// Rows, and text bytes, per Delta commit at most. Files stream to the store as they fill; a
-/// commit bounds the persons cached (it forgets them) and the work a failure loses.
-const ROWS_PER_COMMIT: usize = 4_000_000;
+/// Rows, and text bytes, per Delta commit at most, unless told otherwise: a commit bounds the
+/// persons cached (it forgets them) and the work an interrupted import loses (run again, it
+/// skips what was committed). Fewer, larger commits make fewer, larger files.
+pub const ROWS_PER_COMMIT: usize = 4_000_000;
 const BYTES_PER_COMMIT: usize = 4 << 30;
 /// Batches waiting for each encoder: enough that resolving the next rows overlaps encoding
 /// these. Each is tens of megabytes; four made the import's peak RSS 150 MB higher and it no
@@ -41,20 +47,26 @@ pub struct ImportReport {
     pub rows: u64,
     pub commits: u64,
     pub files: u64,
+    /// Rows left out because the table already held their uuid on their day (an import run
+    /// again, or an export overlapping events already loaded).
+    pub skipped: u64,
     pub seconds: f64,
 }
 
-/// A task encoding batches into Parquet files of its own; their `add` actions come back
+/// What an encoder put in the table: its files' `add` actions, and the rows it left out.
+type Encoded = (Vec<Action>, u64);
+
+/// A task sorting batches into Parquet files of its own; their `add` actions come back
 /// when it is closed.
 struct Encoder {
     batches: mpsc::Sender<RecordBatch>,
     shredder: Arc<Shredder>,
-    done: JoinHandle<Result<Vec<Action>, LakeError>>,
+    done: JoinHandle<Result<Encoded, LakeError>>,
 }
 
 impl Encoder {
     fn spawn(table: &DeltaTable, shredder: Arc<Shredder>) -> Result<Self, LakeError> {
-        let mut writer = ClusteredWriter::for_table(table)?;
+        let mut writer = ClusteredWriter::for_table(table)?.skipping_existing(table)?;
         let (batches, mut receiver) = mpsc::channel::<RecordBatch>(ENCODER_QUEUE);
         let task_shredder = shredder.clone();
         let done = tokio::spawn(async move {
@@ -63,8 +75,9 @@ impl Encoder {
                 // Shredding runs here, on the encoders' cores, not on the resolving task.
                 writer.write(&shredder.apply(&batch)?).await?;
             }
-            let adds = writer.close().await?;
-            Ok(adds.into_iter().map(Action::Add).collect())
+            let written = writer.close().await?;
+            let adds = written.adds.into_iter().map(Action::Add).collect();
+            Ok((adds, written.skipped))
         });
         Ok(Self {
             batches,
@@ -73,16 +86,21 @@ impl Encoder {
         })
     }
 
-    async fn close(self) -> Result<Vec<Action>, LakeError> {
+    async fn close(self) -> Result<Encoded, LakeError> {
         drop(self.batches);
         self.done.await.map_err(generic)?
     }
 }
 
 /// Closes every encoder at once: each flushes what it still holds while the others do.
-async fn close_all(encoders: Vec<Encoder>) -> Result<Vec<Action>, LakeError> {
+async fn close_all(encoders: Vec<Encoder>) -> Result<Encoded, LakeError> {
     let closed = futures::future::try_join_all(encoders.into_iter().map(Encoder::close)).await?;
-    Ok(closed.into_iter().flatten().collect())
+    Ok(closed
+        .into_iter()
+        .fold((Vec::new(), 0), |(mut adds, skipped), (more, left_out)| {
+            adds.extend(more);
+            (adds, skipped + left_out)
+        }))
 }
 
 /// Keeps the cause (a task that failed, or what went wrong) as the source.
@@ -96,7 +114,6 @@ pub struct Importer {
     state: AppState,
     table: DeltaTable,
     encoders: Vec<Encoder>,
-    next_encoder: usize,
     persons: Persons,
     store: Arc<dyn Store>,
     team_id: i64,
@@ -105,8 +122,41 @@ pub struct Importer {
     parsed: ParsedRows,
     rows_in_commit: usize,
     bytes_in_commit: usize,
+    rows_per_commit: usize,
     report: ImportReport,
     started: Instant,
+}
+
+/// `batch`'s rows for each of `encoders` encoders: a day's rows always go to the same one, so
+/// each commit writes a day into one file (in a time-ordered input a batch is mostly one day:
+/// it goes whole).
+fn by_encoder(
+    batch: &RecordBatch,
+    encoders: usize,
+) -> Result<Vec<(usize, RecordBatch)>, LakeError> {
+    let days = batch
+        .column_by_name(table::PARTITION_COLUMN)
+        .and_then(|column| column.as_primitive_opt::<Date32Type>())
+        .ok_or_else(|| generic("rows without a date partition"))?;
+    let encoder_of = |day: i32| day.rem_euclid(encoders.max(1) as i32) as usize;
+    let values = days.values();
+    let Some(&first) = values.first() else {
+        return Ok(Vec::new());
+    };
+    if values
+        .iter()
+        .all(|&day| encoder_of(day) == encoder_of(first))
+    {
+        return Ok(vec![(encoder_of(first), batch.clone())]);
+    }
+    (0..encoders)
+        .map(|encoder| {
+            let mine =
+                BooleanArray::from_iter(values.iter().map(|&d| Some(encoder_of(d) == encoder)));
+            Ok((encoder, filter_record_batch(batch, &mine)?))
+        })
+        .filter(|part| !matches!(part, Ok((_, rows)) if rows.num_rows() == 0))
+        .collect()
 }
 
 /// One encoder per core.
@@ -122,7 +172,6 @@ impl Importer {
             state: state.clone(),
             table,
             encoders: Vec::new(),
-            next_encoder: 0,
             persons,
             store: state.store.clone(),
             team_id,
@@ -130,9 +179,16 @@ impl Importer {
             parsed: ParsedRows::default(),
             rows_in_commit: 0,
             bytes_in_commit: 0,
+            rows_per_commit: ROWS_PER_COMMIT,
             report: ImportReport::default(),
             started: Instant::now(),
         })
+    }
+
+    /// Commits every `rows` rows (at least one resolve's worth) instead of `ROWS_PER_COMMIT`.
+    pub fn with_rows_per_commit(mut self, rows: usize) -> Self {
+        self.rows_per_commit = rows.max(1);
+        self
     }
 
     /// Adds rows, their persons resolved (and updated) as the committer would.
@@ -157,16 +213,17 @@ impl Importer {
             self.encoders = self.spawn_encoders(&batches).await?;
         }
         for batch in batches {
-            let encoder = &self.encoders[self.next_encoder];
-            self.next_encoder = (self.next_encoder + 1) % self.encoders.len();
-            if let Err(mpsc::error::SendError(_)) = encoder.batches.send(batch).await {
-                // The encoder stopped on an error: closing it tells which.
-                return self.fail().await;
+            for (encoder, rows) in by_encoder(&batch, self.encoders.len())? {
+                let encoder = &self.encoders[encoder];
+                if let Err(mpsc::error::SendError(_)) = encoder.batches.send(rows).await {
+                    // The encoder stopped on an error: closing it tells which.
+                    return self.fail().await;
+                }
             }
         }
         self.rows_in_commit += count;
         self.bytes_in_commit += bytes;
-        if self.rows_in_commit >= ROWS_PER_COMMIT || self.bytes_in_commit >= BYTES_PER_COMMIT {
+        if self.rows_in_commit >= self.rows_per_commit || self.bytes_in_commit >= BYTES_PER_COMMIT {
             // The next rows get new encoders (and the registry as it is then).
             self.commit().await?;
         }
@@ -180,10 +237,10 @@ impl Importer {
 
     /// Puts every file the encoders wrote into the table in one commit.
     async fn commit(&mut self) -> Result<(), LakeError> {
-        let mut actions = Vec::new();
         // Every encoder of a commit shares one shredder.
         let shredder = self.encoders.first().map(|e| e.shredder.clone());
-        actions.extend(close_all(std::mem::take(&mut self.encoders)).await?);
+        let (actions, skipped) = close_all(std::mem::take(&mut self.encoders)).await?;
+        self.report.skipped += skipped;
         if !actions.is_empty() {
             self.report.files += actions.len() as u64;
             let operation = DeltaOperation::Write {
@@ -237,5 +294,49 @@ impl Importer {
         self.commit().await?;
         self.report.seconds = self.started.elapsed().as_secs_f64();
         Ok(self.report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use deltalake_core::arrow::array::{Date32Array, Int64Array};
+    use deltalake_core::arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn rows(days: &[i32]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new(table::PARTITION_COLUMN, DataType::Date32, false),
+            Field::new("n", DataType::Int64, false),
+        ]));
+        let numbers: Vec<i64> = (0..days.len() as i64).collect();
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Date32Array::from(days.to_vec())),
+                Arc::new(Int64Array::from(numbers)),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn numbers(batch: &RecordBatch) -> Vec<i64> {
+        batch
+            .column(1)
+            .as_primitive::<deltalake_core::arrow::datatypes::Int64Type>()
+            .values()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_day_always_goes_to_the_same_encoder() {
+        let parts = by_encoder(&rows(&[10, 11, 12, 10, 13]), 2).unwrap();
+        let found: Vec<(usize, Vec<i64>)> = parts.iter().map(|(e, b)| (*e, numbers(b))).collect();
+        assert_eq!(found, vec![(0, vec![0, 2, 3]), (1, vec![1, 4])]);
+        // One day: the batch goes whole; no encoder gets an empty batch.
+        let whole = by_encoder(&rows(&[11, 11]), 2).unwrap();
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].0, 1);
+        assert!(by_encoder(&rows(&[]), 2).unwrap().is_empty());
     }
 }

@@ -69,7 +69,7 @@ pub async fn rewrite(
         actions.push(remove.clone());
         report.files_removed += 1;
     }
-    let adds = writer.close().await?;
+    let adds = writer.close().await?.adds;
     report.files_added = adds.len() as u64;
     actions.extend(adds.into_iter().map(|mut add| {
         add.data_change = false;

@@ -54,6 +54,10 @@ enum Command {
         project: i64,
         /// NDJSON file, one event per line; gzip is detected.
         file: PathBuf,
+        /// Rows per commit: an interrupted import keeps what it committed, and run again it
+        /// skips the events the table already holds.
+        #[arg(long, default_value_t = lake::import::ROWS_PER_COMMIT)]
+        rows_per_commit: usize,
         #[command(flatten)]
         data_dir: DataDir,
     },
@@ -68,8 +72,9 @@ pub fn main() -> ExitCode {
             Command::Import {
                 project,
                 file,
+                rows_per_commit,
                 data_dir,
-            } => import::run(data_dir.data_dir, project, file).await,
+            } => import::run(data_dir.data_dir, project, file, rows_per_commit).await,
         }
     })
 }

@@ -409,9 +409,14 @@ fn spawn_parsers(
         .collect()
 }
 
-pub async fn run(data_dir: PathBuf, project: i64, file: PathBuf) -> anyhow::Result<()> {
+pub async fn run(
+    data_dir: PathBuf,
+    project: i64,
+    file: PathBuf,
+    rows_per_commit: usize,
+) -> anyhow::Result<()> {
     let state = crate::serve::state_for(data_dir).await?;
-    let summary = import_file(&state, project, &file).await?;
+    let summary = import_file_committing(&state, project, &file, rows_per_commit).await?;
     println!("{summary}");
     Ok(())
 }
@@ -419,7 +424,8 @@ pub async fn run(data_dir: PathBuf, project: i64, file: PathBuf) -> anyhow::Resu
 /// What an import did.
 pub struct Summary {
     pub report: lake::import::ImportReport,
-    pub skipped: u64,
+    /// Lines that were not events (unreadable, or missing a field).
+    pub rejected: u64,
     pub file_bytes: u64,
     /// The process's peak resident memory when the import ended.
     pub peak_rss_bytes: Option<u64>,
@@ -436,13 +442,15 @@ impl std::fmt::Display for Summary {
         let report = &self.report;
         write!(
             f,
-            "imported {} events ({} lines skipped) from {} bytes in {:.1} s: {:.0} events/s, \
-             {} commits, {} files",
+            "read {} events ({} lines rejected) from {} bytes in {:.1} s: {:.0} events/s; \
+             {} added, {} already in the table (skipped); {} commits, {} files",
             report.rows,
-            self.skipped,
+            self.rejected,
             self.file_bytes,
             report.seconds,
             self.events_per_s(),
+            report.rows - report.skipped,
+            report.skipped,
             report.commits,
             report.files,
         )?;
@@ -455,6 +463,16 @@ impl std::fmt::Display for Summary {
 
 /// Imports `file` into `project`'s table.
 pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow::Result<Summary> {
+    import_file_committing(state, project, file, lake::import::ROWS_PER_COMMIT).await
+}
+
+/// Imports `file` into `project`'s table, committing every `rows_per_commit` rows.
+pub async fn import_file_committing(
+    state: &AppState,
+    project: i64,
+    file: &Path,
+    rows_per_commit: usize,
+) -> anyhow::Result<Summary> {
     if Project::load(state.store.as_ref(), project)
         .await?
         .is_none()
@@ -468,7 +486,9 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
         ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg} ({eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut importer = lake::import::Importer::new(state.clone(), project).await?;
+    let mut importer = lake::import::Importer::new(state.clone(), project)
+        .await?
+        .with_rows_per_commit(rows_per_commit);
 
     let parsers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let (chunk_sender, chunks) = sync_channel::sync_channel(parsers);
@@ -491,18 +511,18 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
 
     // Chunks finish out of order; rows go to the importer in file order.
     let mut waiting: BTreeMap<usize, Parsed> = BTreeMap::new();
-    let (mut next, mut lines_before, mut skipped) = (0usize, 0u64, 0u64);
+    let (mut next, mut lines_before, mut rejected) = (0usize, 0u64, 0u64);
     while let Some(result) = parsed.recv().await {
         let chunk = result.map_err(anyhow::Error::msg)?;
         waiting.insert(chunk.index, chunk);
         while let Some(chunk) = waiting.remove(&next) {
             for (line, reason) in &chunk.rejected {
-                if skipped < REPORTED_REJECTIONS {
-                    bar.println(format!("line {}: skipped: {reason}", lines_before + line));
+                if rejected < REPORTED_REJECTIONS {
+                    bar.println(format!("line {}: rejected: {reason}", lines_before + line));
                 }
-                skipped += 1;
+                rejected += 1;
             }
-            skipped += chunk.rejected_count - chunk.rejected.len() as u64;
+            rejected += chunk.rejected_count - chunk.rejected.len() as u64;
             lines_before += chunk.lines;
             importer.push(chunk.rows).await?;
             next += 1;
@@ -518,7 +538,7 @@ pub async fn import_file(state: &AppState, project: i64, file: &Path) -> anyhow:
     bar.finish_and_clear();
     Ok(Summary {
         report,
-        skipped,
+        rejected,
         file_bytes: total,
         peak_rss_bytes: peak_rss_bytes(),
     })
