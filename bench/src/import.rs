@@ -1,22 +1,24 @@
 //! `analytics-bench import`: events/s and peak RSS of the bulk importer on a generated PostHog
 //! export: gzip NDJSON with properties as JSON text and ClickHouse-style timestamps, as PostHog's
 //! batch exports write them. Beside it, DuckDB converting the same file to one Parquet file
-//! (`bench/scripts/bench_import_duckdb.py`).
+//! (`bench/scripts/bench_import_duckdb.py`) and ClickHouse (chDB) loading it into PostHog's events
+//! table (`bench/scripts/bench_clickhouse.py`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use chrono::{DurationRound, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use common::staging::StagedEvent;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
-use super::duckdb::{Python, run_script};
+use super::clickhouse::{self, load_clickhouse};
 use super::generator::Generator;
 use super::ingestion::{Shredding, imports};
+use super::script::{Python, mib, run_script};
 
 /// Events generated at a time.
 const CHUNK: usize = 50_000;
@@ -35,9 +37,13 @@ pub struct Args {
     seed: u64,
     #[command(flatten)]
     python: Python,
-    /// Time our import only.
+    /// Leave DuckDB out.
     #[arg(long)]
     skip_duckdb: bool,
+    /// Leave ClickHouse (chDB loading the export into PostHog's layout) out; it runs when
+    /// `--python` has `chdb`.
+    #[arg(long)]
+    skip_clickhouse: bool,
     /// Imports with shredding off, on, or both (off, then on: what shredding costs the import).
     /// DuckDB is compared with the last.
     #[arg(long, value_enum, default_value = "both")]
@@ -61,9 +67,20 @@ fn export_line(event: &StagedEvent) -> serde_json::Result<Vec<u8>> {
     Ok(line)
 }
 
-/// Writes a gzip export of `events` generated events (`seed`'s) to `path`.
+/// Writes a gzip export of `events` generated events (`seed`'s) up to the current hour to `path`.
 pub(super) fn write_export(events: u64, seed: u64, path: &Path) -> anyhow::Result<()> {
     let end = Utc::now().duration_trunc(TimeDelta::hours(1))?;
+    write_export_until(events, seed, end, path)
+}
+
+/// [`write_export`] of the events generated up to `end`: the events `bench query` loads with the
+/// same seed, count and end.
+pub(super) fn write_export_until(
+    events: u64,
+    seed: u64,
+    end: DateTime<Utc>,
+    path: &Path,
+) -> anyhow::Result<()> {
     let mut generator = Generator::new(seed, events, end);
     let file =
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
@@ -109,15 +126,45 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let Some(summary) = summaries.last() else {
         return Ok(());
     };
-    if args.skip_duckdb {
-        return Ok(());
+    if !args.skip_duckdb {
+        let output = temporary.path().join("duckdb.parquet");
+        match time_duckdb(&file, &output, &args.python).await {
+            Ok(report) => print_duckdb(summary, &report),
+            Err(error) => eprintln!("duckdb side skipped: {error:#}"),
+        }
+        // The Parquet file is not needed past its size; chDB's table gets the disk next.
+        let _ = std::fs::remove_file(&output);
     }
-    let output = temporary.path().join("duckdb.parquet");
-    match time_duckdb(&file, &output, &args.python).await {
-        Ok(report) => print_duckdb(summary, &report),
-        Err(error) => eprintln!("duckdb side skipped: {error:#}"),
+    if !args.skip_clickhouse {
+        if !args.python.has_module(clickhouse::MODULE).await {
+            println!(
+                "clickhouse side skipped: --python has no {}",
+                clickhouse::MODULE
+            );
+            return Ok(());
+        }
+        let path = temporary.path().join("chdb");
+        match load_clickhouse(&file, &path, &args.python).await {
+            Ok(report) => print_clickhouse(summary, &report),
+            Err(error) => eprintln!("clickhouse side skipped: {error:#}"),
+        }
     }
     Ok(())
+}
+
+/// ClickHouse's load, then ours over it in events/s (above 1: we are faster).
+fn print_clickhouse(ours: &local::import::Summary, report: &Value) {
+    clickhouse::print_load(report);
+    let rows = report["load"]["rows"].as_u64().unwrap_or(0);
+    if rows != ours.report.rows {
+        eprintln!("clickhouse loaded {rows} events, ours {}", ours.report.rows);
+    }
+    if let Some(theirs) = clickhouse::events_per_s(report) {
+        println!(
+            "ours / clickhouse: {:.2}x events/s",
+            ours.events_per_s() / theirs
+        );
+    }
 }
 
 /// DuckDB's report on converting `file` into the Parquet file `output`, on as many threads as
@@ -133,9 +180,7 @@ fn print_duckdb(ours: &local::import::Summary, duckdb: &Value) {
     let rows = duckdb["rows"].as_u64().unwrap_or(0);
     let seconds = duckdb["seconds"].as_f64().unwrap_or(f64::NAN);
     let theirs = rows as f64 / seconds.max(1e-9);
-    let peak = duckdb["peak_rss_bytes"]
-        .as_u64()
-        .map_or("?".to_owned(), |b| format!("{} MiB", b / (1 << 20)));
+    let peak = mib(duckdb["peak_rss_bytes"].as_u64());
     println!(
         "duckdb {} ({} threads): {rows} events to Parquet ({} bytes) in {seconds:.1} s: \
          {theirs:.0} events/s, peak RSS {peak} (the Python process)",

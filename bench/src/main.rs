@@ -1,7 +1,7 @@
 //! `analytics-bench`: load figures for docs/benchmarks.md, never a pass/fail test. It drives the
 //! product as a library (`local`: the in-process server, the importer) and is neither installed
-//! nor deployed with it. The DuckDB sides run `bench/scripts/*.py` with `--python`
-//! (`ANALYTICS_BENCH_PYTHON`, default `python3`).
+//! nor deployed with it. The DuckDB and ClickHouse (chDB) sides run `bench/scripts/*.py` with
+//! `--python` (`ANALYTICS_BENCH_PYTHON`, default `python3`).
 
 // Measuring takes the wall clock directly: this is no product code, no clock to inject.
 #![allow(clippy::disallowed_methods)]
@@ -19,6 +19,7 @@ use hyper::body::Bytes;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+mod clickhouse;
 mod client;
 mod duckdb;
 mod endpoints;
@@ -30,6 +31,7 @@ mod ingestion;
 mod load;
 mod queries;
 mod query;
+mod script;
 mod surveys;
 
 // The allocator `analytics` runs with, so import and query figures are the product's.
@@ -86,10 +88,12 @@ enum BenchCommand {
         rounds: usize,
     },
     /// Events/s and peak RSS of `analytics import` on a generated PostHog export (gzip NDJSON),
-    /// with shredding off and on, beside DuckDB converting the same file to Parquet.
+    /// with shredding off and on, beside DuckDB converting the same file to Parquet and
+    /// ClickHouse (chDB) loading it into PostHog's events table.
     Import(import::Args),
     /// Typical product-analytics queries through `POST /api/projects/:id/query/` over a
-    /// generated events table, beside DuckDB over the same Parquet files.
+    /// generated events table, beside ClickHouse (chDB) holding the same events in PostHog's
+    /// layout and DuckDB over the same Parquet files.
     Query(query::Args),
     /// Requests/s and latency of `POST /flags/?v=4` (posthog-python's call) on a project of 50
     /// flags created through the API, random distinct ids, over keep-alive connections.

@@ -1,14 +1,48 @@
-//! The queries `bench query` times: each in our dialect (or as a structured node) and as DuckDB
-//! SQL, and how a node's results become rows comparable with DuckDB's.
+//! The queries `bench query` times: each in our dialect (or as a structured node), as DuckDB SQL,
+//! and as PostHog's HogQL prints it for ClickHouse over its own events table (properties read
+//! through `mat_` columns, `toTimeZone`, the team guard, `windowFunnel`, the retention runner's
+//! arrays), and how a node's results become rows comparable across the three.
 
 use serde_json::{Value, json};
 
-/// One query, in our dialect (or as a structured node) and as DuckDB SQL over a view `events` of
-/// the same Parquet files.
+/// One query, in our dialect (or as a structured node), as DuckDB SQL over a view `events` of
+/// the same Parquet files, and as ClickHouse SQL over PostHog's `events` table loaded from the
+/// same events (`bench/scripts/bench_clickhouse.py`).
 pub(super) struct BenchQuery {
     pub(super) name: &'static str,
     pub(super) ours: Ours,
     pub(super) duckdb: &'static str,
+    pub(super) clickhouse: ClickHouse,
+}
+
+/// The properties the ClickHouse queries read, each a `mat_` column of the ClickHouse table (as
+/// PostHog materializes the properties a project queries most).
+pub(super) const MATERIALIZED: &[&str] =
+    &["$browser", "$os", "$current_url", "amount", "utm_source"];
+
+pub(super) enum ClickHouse {
+    /// SQL whose rows compare as they are.
+    Sql(&'static str),
+    /// SQL whose rows PostHog's query runner reshapes (as ours does a node's `results`), and how.
+    Shaped {
+        sql: &'static str,
+        rows: fn(&Value) -> Value,
+    },
+}
+
+impl ClickHouse {
+    pub(super) fn sql(&self) -> &'static str {
+        match self {
+            ClickHouse::Sql(sql) | ClickHouse::Shaped { sql, .. } => sql,
+        }
+    }
+
+    pub(super) fn rows(&self, results: &Value) -> Value {
+        match self {
+            ClickHouse::Sql(_) => results.clone(),
+            ClickHouse::Shaped { rows, .. } => rows(results),
+        }
+    }
 }
 
 pub(super) enum Ours {
@@ -77,13 +111,56 @@ fn retention_rows(results: &Value) -> Value {
     Value::Array(rows)
 }
 
-/// Windows start at a day boundary (`today()`), so both engines see the same rows even though
-/// they run a few seconds apart.
+/// ClickHouse's trend row (`date` and `total` arrays, every day of the range) as `[day, value]`
+/// rows, empty days left out, as `trend_rows` does ours.
+fn clickhouse_trend_rows(results: &Value) -> Value {
+    let row = &results[0];
+    let days = row[0].as_array().cloned().unwrap_or_default();
+    let totals = row[1].as_array().cloned().unwrap_or_default();
+    days.into_iter()
+        .zip(totals)
+        .filter(|(_, value)| value.as_f64() != Some(0.0))
+        .map(|(day, value)| json!([day, value]))
+        .collect()
+}
+
+/// The steps of `funnel_pageview_signup_buy`.
+const FUNNEL_STEPS: u64 = 3;
+
+/// `windowFunnel`'s actors per furthest step (`[max_step, actors]`) as `[step, actors reaching
+/// at least it]` rows, as PostHog's funnel runner sums them from the last step back.
+fn clickhouse_funnel_rows(results: &Value) -> Value {
+    let furthest: Vec<(u64, u64)> = results
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|row| Some((row[0].as_u64()?, row[1].as_u64()?)))
+        .collect();
+    (1..=FUNNEL_STEPS)
+        .map(|step| {
+            let actors: u64 = furthest
+                .iter()
+                .filter(|(reached, _)| *reached >= step)
+                .map(|(_, actors)| actors)
+                .sum();
+            json!([step - 1, actors])
+        })
+        .collect()
+}
+
+/// Windows start at a day boundary (`today()`), so the engines see the same rows even though
+/// they run a few seconds apart. The ClickHouse SQL is what HogQL prints for the same question
+/// (`posthog/hogql/printer`): the team guard first, every timestamp through `toTimeZone`, a
+/// property as `nullIf(nullIf(mat_<key>, ''), 'null')`, `toFloat` as `accurateCastOrNull`.
 pub(super) const QUERIES: &[BenchQuery] = &[
     BenchQuery {
         name: "events_last_7_days",
         ours: Ours::Sql("select count() from events where timestamp >= today() - interval 7 day"),
         duckdb: "select count(*) from events where timestamp >= current_date - interval 7 day",
+        clickhouse: ClickHouse::Sql(
+            "SELECT count() FROM events WHERE and(equals(events.team_id, 1), \
+             greaterOrEquals(toTimeZone(events.timestamp, 'UTC'), minus(today(), toIntervalDay(7))))",
+        ),
     },
     BenchQuery {
         name: "daily_active_users",
@@ -94,6 +171,12 @@ pub(super) const QUERIES: &[BenchQuery] = &[
         duckdb: "select date_trunc('day', timestamp) as day, count(distinct distinct_id) as users \
                  from events where timestamp >= current_date - interval 30 day \
                  group by day order by day",
+        clickhouse: ClickHouse::Sql(
+            "SELECT toStartOfDay(toTimeZone(events.timestamp, 'UTC')) AS day, \
+             uniq(events.distinct_id) AS users FROM events WHERE and(equals(events.team_id, 1), \
+             greaterOrEquals(toTimeZone(events.timestamp, 'UTC'), minus(today(), toIntervalDay(30)))) \
+             GROUP BY day ORDER BY day ASC",
+        ),
     },
     BenchQuery {
         name: "top_events",
@@ -101,6 +184,10 @@ pub(super) const QUERIES: &[BenchQuery] = &[
             "select event, count() as c from events group by event order by c desc limit 10",
         ),
         duckdb: "select event, count(*) as c from events group by event order by c desc limit 10",
+        clickhouse: ClickHouse::Sql(
+            "SELECT events.event AS event, count() AS c FROM events \
+             WHERE equals(events.team_id, 1) GROUP BY event ORDER BY c DESC LIMIT 10",
+        ),
     },
     BenchQuery {
         name: "top_browsers_pageviews",
@@ -110,6 +197,11 @@ pub(super) const QUERIES: &[BenchQuery] = &[
         ),
         duckdb: "select json_extract_string(properties, '$.\"$browser\"') as browser, count(*) as c \
                  from events where event = '$pageview' group by browser order by c desc limit 10",
+        clickhouse: ClickHouse::Sql(
+            "SELECT nullIf(nullIf(events.`mat_$browser`, ''), 'null') AS browser, count() AS c \
+             FROM events WHERE and(equals(events.team_id, 1), equals(events.event, '$pageview')) \
+             GROUP BY browser ORDER BY c DESC LIMIT 10",
+        ),
     },
     BenchQuery {
         name: "revenue_by_day",
@@ -120,6 +212,12 @@ pub(super) const QUERIES: &[BenchQuery] = &[
         duckdb: "select date_trunc('day', timestamp) as day, \
                  sum(try_cast(json_extract_string(properties, '$.amount') as double)) as revenue \
                  from events where event = 'purchase' group by day order by day",
+        clickhouse: ClickHouse::Sql(
+            "SELECT toStartOfDay(toTimeZone(events.timestamp, 'UTC')) AS day, \
+             sum(accurateCastOrNull(nullIf(nullIf(events.mat_amount, ''), 'null'), 'Float64')) AS revenue \
+             FROM events WHERE and(equals(events.team_id, 1), equals(events.event, 'purchase')) \
+             GROUP BY day ORDER BY day ASC",
+        ),
     },
     BenchQuery {
         name: "p90_purchase_amount",
@@ -128,6 +226,22 @@ pub(super) const QUERIES: &[BenchQuery] = &[
         ),
         duckdb: "select quantile_cont(try_cast(json_extract_string(properties, '$.amount') as double), 0.9) \
                  from events where event = 'purchase'",
+        clickhouse: ClickHouse::Sql(
+            "SELECT quantile(0.9)(accurateCastOrNull(nullIf(nullIf(events.mat_amount, ''), 'null'), 'Float64')) \
+             FROM events WHERE and(equals(events.team_id, 1), equals(events.event, 'purchase'))",
+        ),
+    },
+    BenchQuery {
+        name: "purchase_amount_total",
+        ours: Ours::Sql(
+            "select sum(toFloat(properties.amount)) from events where event = 'purchase'",
+        ),
+        duckdb: "select sum(try_cast(json_extract_string(properties, '$.amount') as double)) \
+                 from events where event = 'purchase'",
+        clickhouse: ClickHouse::Sql(
+            "SELECT sum(accurateCastOrNull(nullIf(nullIf(events.mat_amount, ''), 'null'), 'Float64')) \
+             FROM events WHERE and(equals(events.team_id, 1), equals(events.event, 'purchase'))",
+        ),
     },
     BenchQuery {
         name: "sessions_per_day",
@@ -137,6 +251,19 @@ pub(super) const QUERIES: &[BenchQuery] = &[
         ),
         duckdb: "select date_trunc('day', timestamp) as day, count(distinct \"$session_id\") as sessions \
                  from events group by day order by day",
+        clickhouse: ClickHouse::Sql(
+            "SELECT toStartOfDay(toTimeZone(events.timestamp, 'UTC')) AS day, \
+             uniq(events.`$session_id`) AS sessions FROM events WHERE equals(events.team_id, 1) \
+             GROUP BY day ORDER BY day ASC",
+        ),
+    },
+    BenchQuery {
+        name: "distinct_users",
+        ours: Ours::Sql("select count(distinct distinct_id) from events"),
+        duckdb: "select count(distinct distinct_id) from events",
+        clickhouse: ClickHouse::Sql(
+            "SELECT count(DISTINCT events.distinct_id) FROM events WHERE equals(events.team_id, 1)",
+        ),
     },
     BenchQuery {
         name: "top_paths_pageviews",
@@ -146,6 +273,11 @@ pub(super) const QUERIES: &[BenchQuery] = &[
         ),
         duckdb: "select json_extract_string(properties, '$.\"$current_url\"') as url, count(*) as c \
                  from events where event = '$pageview' group by url order by c desc limit 20",
+        clickhouse: ClickHouse::Sql(
+            "SELECT nullIf(nullIf(events.`mat_$current_url`, ''), 'null') AS url, count() AS c \
+             FROM events WHERE and(equals(events.team_id, 1), equals(events.event, '$pageview')) \
+             GROUP BY url ORDER BY c DESC LIMIT 20",
+        ),
     },
     BenchQuery {
         name: "conversions_by_utm_source",
@@ -158,6 +290,48 @@ pub(super) const QUERIES: &[BenchQuery] = &[
                  count(*) filter (where event = 'signed_up') as signups, \
                  count(*) filter (where event = 'purchase') as purchases from events \
                  group by source order by signups desc limit 10",
+        clickhouse: ClickHouse::Sql(
+            "SELECT nullIf(nullIf(events.mat_utm_source, ''), 'null') AS source, \
+             countIf(equals(events.event, 'signed_up')) AS signups, \
+             countIf(equals(events.event, 'purchase')) AS purchases FROM events \
+             WHERE equals(events.team_id, 1) GROUP BY source ORDER BY signups DESC LIMIT 10",
+        ),
+    },
+    BenchQuery {
+        name: "feature_used_by_os_weekly",
+        ours: Ours::Sql(
+            "select toStartOfWeek(timestamp) as week, properties.$os as os, count() as c \
+               from events where event = 'feature_used' group by week, os order by week, os",
+        ),
+        // toStartOfWeek's mode 0: weeks start on Sunday (DuckDB's date_trunc on Monday).
+        duckdb: "select date_trunc('week', timestamp + interval 1 day) - interval 1 day as week, \
+                 json_extract_string(properties, '$.\"$os\"') as os, count(*) as c \
+                 from events where event = 'feature_used' group by week, os order by week, os",
+        clickhouse: ClickHouse::Sql(
+            "SELECT toStartOfWeek(toTimeZone(events.timestamp, 'UTC')) AS week, \
+             nullIf(nullIf(events.`mat_$os`, ''), 'null') AS os, count() AS c FROM events \
+             WHERE and(equals(events.team_id, 1), equals(events.event, 'feature_used')) \
+             GROUP BY week, os ORDER BY week ASC, os ASC",
+        ),
+    },
+    BenchQuery {
+        name: "buyers_by_browser_7_days",
+        ours: Ours::Sql(
+            "select properties.$browser as browser, count(distinct distinct_id) as buyers \
+               from events where event = 'purchase' and timestamp >= today() - interval 7 day \
+               group by browser order by buyers desc, browser",
+        ),
+        duckdb: "select json_extract_string(properties, '$.\"$browser\"') as browser, \
+                 count(distinct distinct_id) as buyers from events \
+                 where event = 'purchase' and timestamp >= current_date - interval 7 day \
+                 group by browser order by buyers desc, browser",
+        clickhouse: ClickHouse::Sql(
+            "SELECT nullIf(nullIf(events.`mat_$browser`, ''), 'null') AS browser, \
+             count(DISTINCT events.distinct_id) AS buyers FROM events \
+             WHERE and(equals(events.team_id, 1), equals(events.event, 'purchase'), \
+             greaterOrEquals(toTimeZone(events.timestamp, 'UTC'), minus(today(), toIntervalDay(7)))) \
+             GROUP BY browser ORDER BY buyers DESC, browser ASC",
+        ),
     },
     BenchQuery {
         name: "trend_dau_pageviews",
@@ -169,6 +343,27 @@ pub(super) const QUERIES: &[BenchQuery] = &[
         duckdb: "select date_trunc('day', timestamp) as day, count(distinct person_id) as users \
                  from events where event = '$pageview' and timestamp >= current_date - interval 30 day \
                  group by day order by day",
+        // The trends runner's query: one count per day, then every day of the range filled in
+        // arrays (persons on events: the event's own person_id, no overrides table).
+        clickhouse: ClickHouse::Shaped {
+            sql: "SELECT arrayMap(number -> plus(toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(30)), 'UTC'))), toIntervalDay(number)), \
+                    range(0, plus(coalesce(dateDiff('day', toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(30)), 'UTC'))), \
+                    toStartOfDay(assumeNotNull(toDateTime(today(), 'UTC'))))), 1))) AS date, \
+                  arrayMap(_match_date -> arraySum(arraySlice(groupArray(count), \
+                    indexOf(groupArray(day_start) AS _days_for_count, _match_date) AS _index, \
+                    plus(minus(arrayLastIndex(x -> equals(x, _match_date), _days_for_count), _index), 1))), date) AS total \
+                  FROM (SELECT sum(total) AS count, day_start FROM (\
+                    SELECT count(DISTINCT e.person_id) AS total, toStartOfDay(toTimeZone(e.timestamp, 'UTC')) AS day_start \
+                    FROM events AS e SAMPLE 1 \
+                    WHERE and(equals(e.team_id, 1), \
+                      greaterOrEquals(toTimeZone(e.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(30)), 'UTC')))), \
+                      less(toTimeZone(e.timestamp, 'UTC'), assumeNotNull(toDateTime(plus(today(), toIntervalDay(1)), 'UTC'))), \
+                      equals(e.event, '$pageview')) \
+                    GROUP BY day_start) \
+                  GROUP BY day_start ORDER BY day_start ASC) \
+                  ORDER BY arraySum(total) DESC LIMIT 50000",
+            rows: clickhouse_trend_rows,
+        },
     },
     BenchQuery {
         name: "funnel_pageview_signup_buy",
@@ -196,6 +391,21 @@ pub(super) const QUERIES: &[BenchQuery] = &[
                    from a3 group by p) \
                  select s.step - 1 as step, count(*) filter (where steps >= s.step) as actors \
                  from furthest, (values (1), (2), (3)) as s(step) group by s.step order by s.step",
+        // PostHog's ClickHouse funnel: each person's furthest step by `windowFunnel` over the
+        // window in microseconds, then persons per furthest step (summed from the back above).
+        clickhouse: ClickHouse::Shaped {
+            sql: "SELECT max_step, count() AS actors FROM (\
+                    SELECT e.person_id AS actor_id, windowFunnel(1209600000000)(\
+                      toUInt64(toUnixTimestamp64Micro(e.timestamp)), equals(e.event, '$pageview'), \
+                      equals(e.event, 'signed_up'), equals(e.event, 'purchase')) AS max_step \
+                    FROM events AS e \
+                    WHERE and(equals(e.team_id, 1), \
+                      greaterOrEquals(toTimeZone(e.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(30)), 'UTC')))), \
+                      in(e.event, tuple('$pageview', 'signed_up', 'purchase'))) \
+                    GROUP BY actor_id) \
+                  WHERE greater(max_step, 0) GROUP BY max_step ORDER BY max_step ASC",
+            rows: clickhouse_funnel_rows,
+        },
     },
     BenchQuery {
         name: "retention_pageviews_daily",
@@ -212,5 +422,37 @@ pub(super) const QUERIES: &[BenchQuery] = &[
                  select dense_rank() over (order by a.day) - 1 as cohort, datediff('day', a.day, b.day) as k, \
                    count(*) as actors from d a join d b on a.p = b.p and b.day >= a.day \
                  group by a.day, k order by a.day, k",
+        // The retention runner's actor query: per person, the sorted days of start and return
+        // events, the start intervals exploded with arrayJoin, the return intervals after each.
+        clickhouse: ClickHouse::Sql(
+            "SELECT actor_activity.start_interval_index AS start_event_matching_interval, \
+               actor_activity.intervals_from_base AS intervals_from_base, \
+               count(DISTINCT actor_activity.actor_id) AS count \
+             FROM (SELECT events.person_id AS actor_id, \
+               arraySort(groupUniqArrayIf(toStartOfDay(toTimeZone(events.timestamp, 'UTC')), \
+                 and(equals(events.event, '$pageview'), \
+                   greaterOrEquals(toTimeZone(events.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(7)), 'UTC')))), \
+                   less(toTimeZone(events.timestamp, 'UTC'), assumeNotNull(toDateTime(plus(today(), toIntervalDay(1)), 'UTC')))))) AS start_event_timestamps, \
+               arrayMap(x -> plus(toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(7)), 'UTC'))), toIntervalDay(x)), range(0, 8)) AS date_range, \
+               arraySort(groupUniqArrayIf(toStartOfDay(toTimeZone(events.timestamp, 'UTC')), \
+                 and(equals(events.event, '$pageview'), \
+                   greaterOrEquals(toTimeZone(events.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(7)), 'UTC')))), \
+                   less(toTimeZone(events.timestamp, 'UTC'), assumeNotNull(toDateTime(plus(today(), toIntervalDay(1)), 'UTC')))))) AS return_event_timestamps, \
+               arrayJoin(arrayFilter(x -> greater(x, -1), arrayMap((interval_index, interval_date) -> \
+                 if(has(start_event_timestamps, interval_date), minus(interval_index, 1), -1), \
+                 arrayEnumerate(date_range), date_range))) AS start_interval_index, \
+               arrayJoin(arrayConcat(if(has(start_event_timestamps, arrayElement(date_range, plus(start_interval_index, 1))), [0], []), \
+                 arrayFilter(x -> greater(x, 0), arrayMap(_timestamp -> minus(indexOf(arraySlice(date_range, \
+                   plus(start_interval_index, 1), 8), _timestamp), 1), return_event_timestamps)))) AS intervals_from_base \
+               FROM events \
+               WHERE and(equals(events.team_id, 1), \
+                 greaterOrEquals(toTimeZone(events.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(7)), 'UTC')))), \
+                 less(toTimeZone(events.timestamp, 'UTC'), assumeNotNull(toDateTime(plus(today(), toIntervalDay(1)), 'UTC'))), \
+                 in(events.event, tuple('$pageview', '$pageview')), \
+                 or(equals(events.event, '$pageview'), equals(events.event, '$pageview'))) \
+               GROUP BY actor_id) AS actor_activity \
+             GROUP BY start_event_matching_interval, intervals_from_base \
+             ORDER BY start_event_matching_interval ASC, intervals_from_base ASC LIMIT 10000",
+        ),
     },
 ];

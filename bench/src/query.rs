@@ -1,16 +1,17 @@
 //! `analytics-bench query`: typical product-analytics queries through the real query API over a
-//! deterministic synthetic events table, side by side with DuckDB over the same Parquet files.
+//! deterministic synthetic events table, side by side with ClickHouse holding the same events in
+//! PostHog's layout (chDB) and DuckDB over the same Parquet files.
 //!
-//! The queries are in `queries`, the events come from `generator`, the DuckDB side and the
-//! comparison of numbers are in `duckdb`.
+//! The queries are in `queries`, the events come from `generator`, the engines' sides are in
+//! `clickhouse` and `duckdb`, what they share (running a script, comparing answers) in `script`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use axum::extract::Request;
-use chrono::{DurationRound, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use common::AppState;
 use common::config::{Backend, Config};
 use common::models::User;
@@ -20,10 +21,13 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
-use super::duckdb::{Python, same_numbers, time_duckdb};
+use super::clickhouse::{self, time_clickhouse};
+use super::duckdb::time_duckdb;
 use super::generator::{Generator, import};
+use super::import::write_export_until;
 use super::load::connect;
 use super::queries::QUERIES;
+use super::script::{Agreement, Python, mib, result_of};
 
 /// Untimed runs before the timed ones.
 pub(super) const WARMUP: usize = 1;
@@ -48,9 +52,14 @@ pub struct Args {
     runs: usize,
     #[command(flatten)]
     python: Python,
-    /// Time our queries only.
+    /// Leave DuckDB out.
     #[arg(long)]
     skip_duckdb: bool,
+    /// Leave ClickHouse out (it runs when `--python` has `chdb`): otherwise the generated events
+    /// are also written as a PostHog export (`export.ndjson.gz` in the data dir) and loaded into
+    /// chDB (`chdb/` there) in PostHog's layout.
+    #[arg(long)]
+    skip_clickhouse: bool,
     /// Run compaction (which backfills shredded columns into files that lack them) before the
     /// shredded run, and time it: for a table loaded with `ANALYTICS_SHREDDING=off`.
     #[arg(long)]
@@ -115,15 +124,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     let BenchData {
         _temporary,
+        dir,
         state,
         project,
         key,
         loaded,
-        ..
     } = bench_data(args.data_dir.as_ref(), args.reuse).await?;
 
+    let with_clickhouse = !args.skip_clickhouse && args.python.has_module(clickhouse::MODULE).await;
+    if !args.skip_clickhouse && !with_clickhouse {
+        println!(
+            "clickhouse side skipped: --python has no {}",
+            clickhouse::MODULE
+        );
+    }
+    let export = dir.join("export.ndjson.gz");
     if !loaded {
-        load(&state, project, &args).await?;
+        let end = Utc::now().duration_trunc(TimeDelta::hours(1))?;
+        if with_clickhouse {
+            write_clickhouse_export(&args, end, &export)?;
+        }
+        load(&state, project, &args, end).await?;
     }
     let load_peak = local::import::peak_rss_bytes();
     // Reset the high-water mark (Linux: clear_refs 5), so the query phase gets its own peak.
@@ -156,10 +177,29 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     };
-    print_table(&unshredded, &ours, duckdb.as_ref());
+    let clickhouse = if !with_clickhouse {
+        None
+    } else if !export.exists() {
+        println!(
+            "clickhouse side skipped: no export {} beside the reused table",
+            export.display()
+        );
+        None
+    } else {
+        let path = dir.join("chdb");
+        match time_clickhouse(&export, &path, loaded, args.runs, &args.python).await {
+            Ok(report) => {
+                clickhouse::print_load(&report);
+                Some(report)
+            }
+            Err(error) => {
+                eprintln!("clickhouse side skipped: {error:#}");
+                None
+            }
+        }
+    };
+    print_table(&unshredded, &ours, clickhouse.as_ref(), duckdb.as_ref());
 
-    let mib =
-        |bytes: Option<u64>| bytes.map_or("?".to_owned(), |b| format!("{} MiB", b / (1 << 20)));
     if reset {
         println!(
             "peak RSS: analytics {} before the queries (startup and load), {} during them",
@@ -168,6 +208,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         );
     } else {
         println!("peak RSS: analytics {} (load and queries)", mib(query_peak));
+    }
+    if let Some(report) = &clickhouse {
+        println!(
+            "clickhouse: peak RSS {} during the queries (the Python process)",
+            mib(report["peak_rss_bytes"].as_u64()),
+        );
     }
     if let Some(report) = &duckdb {
         println!(
@@ -300,9 +346,28 @@ fn local_path(uri: &str) -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(String::from_utf8(decoded)?))
 }
 
-/// Generates `--events` events into the project's table through the bulk importer.
-async fn load(state: &AppState, project: i64, args: &Args) -> anyhow::Result<()> {
-    let end = Utc::now().duration_trunc(TimeDelta::hours(1))?;
+/// The same events as `load` generates (same seed, count and end) as a PostHog export at `path`,
+/// for ClickHouse to load.
+fn write_clickhouse_export(args: &Args, end: DateTime<Utc>, path: &Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    write_export_until(args.events, args.seed, end, path)?;
+    println!(
+        "wrote the same {} events as a PostHog export for ClickHouse in {:.1} s: {} ({} bytes)",
+        args.events,
+        started.elapsed().as_secs_f64(),
+        path.display(),
+        std::fs::metadata(path)?.len()
+    );
+    Ok(())
+}
+
+/// Generates `--events` events up to `end` into the project's table through the bulk importer.
+async fn load(
+    state: &AppState,
+    project: i64,
+    args: &Args,
+    end: DateTime<Utc>,
+) -> anyhow::Result<()> {
     println!(
         "generating {} events (seed {}, {} persons, 30 days up to {end}) into project {project}",
         args.events,
@@ -331,6 +396,9 @@ async fn load(state: &AppState, project: i64, args: &Args) -> anyhow::Result<()>
 struct Timing {
     name: &'static str,
     best_ms: f64,
+    /// Planning and execution of the best run, as the response's `timings` give them.
+    plan_ms: f64,
+    execute_ms: f64,
     rows: usize,
     results: Value,
     error: Option<String>,
@@ -358,6 +426,7 @@ async fn time_ours(
     for query in QUERIES {
         let body = Bytes::from(query.ours.request().to_string());
         let mut best = f64::INFINITY;
+        let (mut plan_ms, mut execute_ms) = (f64::NAN, f64::NAN);
         let mut last = Value::Null;
         let mut error = None;
         for run in 0..WARMUP + runs.max(1) {
@@ -380,10 +449,11 @@ async fn time_ours(
                 error = Some(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
                 break;
             }
-            if run >= WARMUP {
-                best = best.min(elapsed);
-            }
             last = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            if run >= WARMUP && elapsed < best {
+                best = elapsed;
+                (plan_ms, execute_ms) = (phase_ms(&last, "plan"), phase_ms(&last, "execute"));
+            }
         }
         if let Some(error) = &error {
             eprintln!("{}: {error}", query.name);
@@ -392,6 +462,8 @@ async fn time_ours(
         timings.push(Timing {
             name: query.name,
             best_ms: best,
+            plan_ms,
+            execute_ms,
             rows: results.as_array().map_or(0, |r| r.len()),
             results,
             error,
@@ -400,65 +472,121 @@ async fn time_ours(
     Ok(timings)
 }
 
-fn print_table(unshredded: &[Timing], ours: &[Timing], duckdb: Option<&Value>) {
-    let empty = Vec::new();
-    let theirs = duckdb
-        .and_then(|r| r["results"].as_array())
-        .unwrap_or(&empty);
+/// The seconds a response's `timings` give a phase (`./plan`, or `./query_N/plan` summed over a
+/// node's queries), in ms.
+fn phase_ms(response: &Value, phase: &str) -> f64 {
+    let suffix = format!("/{phase}");
+    let seconds: f64 = response["timings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["k"].as_str().is_some_and(|k| k.ends_with(&suffix)))
+        .filter_map(|t| t["t"].as_f64())
+        .sum();
+    seconds * 1000.0
+}
+
+/// One engine's figures for one query beside ours: its time, ours over it, and whether the
+/// numbers agree ("-" where either side has no answer).
+struct Beside {
+    ms: String,
+    ratio: String,
+    same: String,
+}
+
+impl Beside {
+    fn of(
+        engine: &str,
+        ours: &Timing,
+        theirs: Option<&Value>,
+        rows: impl Fn(&Value) -> Value,
+    ) -> Beside {
+        let none = || Beside {
+            ms: "-".to_owned(),
+            ratio: "-".to_owned(),
+            same: "-".to_owned(),
+        };
+        let Some(theirs) = theirs else {
+            return none();
+        };
+        if let Some(error) = theirs["error"].as_str() {
+            eprintln!(
+                "{engine} {}: {}",
+                ours.name,
+                error.lines().next().unwrap_or("")
+            );
+            return Beside {
+                ms: "error".to_owned(),
+                ..none()
+            };
+        }
+        let best = theirs["best_ms"].as_f64().unwrap_or(f64::NAN);
+        let (ratio, same) = match ours.error {
+            None => (
+                format!("{:.2}x", ours.best_ms / best),
+                Agreement::of(&ours.results, &rows(&theirs["results"])).label(),
+            ),
+            Some(_) => ("-".to_owned(), "-".to_owned()),
+        };
+        Beside {
+            ms: format!("{best:.1}"),
+            ratio,
+            same,
+        }
+    }
+}
+
+fn print_table(
+    unshredded: &[Timing],
+    ours: &[Timing],
+    clickhouse: Option<&Value>,
+    duckdb: Option<&Value>,
+) {
     println!();
     println!(
-        "{:<28} {:>5} {:>10} {:>10} {:>10} {:>8}  same numbers (duckdb, json)",
-        "query", "rows", "json ms", "ours ms", "duckdb ms", "ratio"
+        "{:<27} {:>4} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}  same numbers (clickhouse, duckdb, json)",
+        "query", "rows", "plan", "exec", "json ms", "ours ms", "ch ms", "duck ms", "/ch", "/duck"
     );
-    for (timing, json) in ours.iter().zip(unshredded) {
+    for ((timing, json), query) in ours.iter().zip(unshredded).zip(QUERIES) {
         let json_ms = match &json.error {
             Some(_) => "error".to_owned(),
             None => format!("{:.1}", json.best_ms),
         };
-        let same_as_json = if json.error.is_none() && timing.error.is_none() {
-            if same_numbers(&timing.results, &json.results) {
-                "yes"
-            } else {
-                "NO"
-            }
-        } else {
-            "-"
+        let same_as_json = match (&json.error, &timing.error) {
+            (None, None) => Agreement::of(&timing.results, &json.results).label(),
+            _ => "-".to_owned(),
         };
-        let other = theirs
-            .iter()
-            .find(|r| r["name"].as_str() == Some(timing.name));
         let ours_ms = match &timing.error {
             Some(_) => "error".to_owned(),
             None => format!("{:.1}", timing.best_ms),
         };
-        let (duck_ms, ratio, same) = match other {
-            Some(other) if other["error"].is_string() => {
-                let error = other["error"].as_str().unwrap_or("?");
-                eprintln!(
-                    "duckdb {}: {}",
-                    timing.name,
-                    error.lines().next().unwrap_or("")
-                );
-                ("error".to_owned(), "-".to_owned(), "-")
-            }
-            Some(other) => {
-                let best = other["best_ms"].as_f64().unwrap_or(f64::NAN);
-                let ratio = match timing.error {
-                    None => format!("{:.2}x", timing.best_ms / best),
-                    Some(_) => "-".to_owned(),
-                };
-                let same = match timing.error {
-                    None if same_numbers(&timing.results, &other["results"]) => "yes",
-                    None => "NO",
-                    Some(_) => "-",
-                };
-                (format!("{best:.1}"), ratio, same)
-            }
-            None => ("-".to_owned(), "-".to_owned(), "-"),
-        };
+        let ch = Beside::of(
+            "clickhouse",
+            timing,
+            result_of(clickhouse, timing.name),
+            |rows| query.clickhouse.rows(rows),
+        );
+        let duck = Beside::of(
+            "duckdb",
+            timing,
+            result_of(duckdb, timing.name),
+            Value::clone,
+        );
         println!(
-            "{:<28} {:>5} {:>10} {:>10} {:>10} {:>8}  {}, {}",
-            timing.name, timing.rows, json_ms, ours_ms, duck_ms, ratio, same, same_as_json
+            "{:<27} {:>4} {:>7.1} {:>7.1} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}  {}, {}, {}",
+            timing.name,
+            timing.rows,
+            timing.plan_ms,
+            timing.execute_ms,
+            json_ms,
+            ours_ms,
+            ch.ms,
+            duck.ms,
+            ch.ratio,
+            duck.ratio,
+            ch.same,
+            duck.same,
+            same_as_json
         );
     }
     println!();
