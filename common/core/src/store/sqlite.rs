@@ -33,9 +33,25 @@ CREATE INDEX IF NOT EXISTS items_gsi1 ON items (gsi1pk, gsi1sk, pk, sk) WHERE gs
 /// Above every character a key can hold, so `prefix || MAX_CHAR` bounds a prefix range.
 const MAX_CHAR: char = '\u{10FFFF}';
 
-/// Read connections per store. Reads run on blocking threads (like writes) and a WAL read never
-/// waits for writers, so a few connections keep several readers going at once.
+/// Read connections per store. A WAL read never waits for writers, so a few connections keep
+/// several readers going at once (the async workers' inline reads and blocking threads' reads).
 const READERS: usize = 4;
+
+/// What a read may take on an async worker before it is run again off the executor: a point
+/// read or a short list costs microseconds there, less than any hand-off to another thread
+/// (under load each hand-off woke a thread, and on two cores those threads queued behind each
+/// other: the tail of every API request).
+const INLINE: Cap = Cap {
+    rows: 64,
+    bytes: 256 << 10,
+};
+
+/// A bound on the rows, and the JSON bytes they hold, that one read returns.
+#[derive(Debug, Clone, Copy)]
+struct Cap {
+    rows: usize,
+    bytes: usize,
+}
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -105,12 +121,28 @@ impl SqliteStore {
         blocking(move || work(&mut *lock(&connection)?)).await
     }
 
-    /// Runs a read off the async executor too: a cold page read from disk, a long query or an
-    /// in-memory store's writer lock would otherwise stall every task on the worker thread.
+    /// Runs a short read right here, on the calling task, if a connection is free at once
+    /// (never waiting for one): `None` when none is, or when `work` gives up (`Ok(None)`: the
+    /// read ran past [`INLINE`]). Then [`Self::read`] runs it off the executor.
+    fn read_inline<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<Option<T>, StoreError>,
+    ) -> Option<Result<T, StoreError>> {
+        let connection = if self.readers.is_empty() {
+            self.writer.try_lock().ok()?
+        } else {
+            self.readers
+                .iter()
+                .find_map(|reader| reader.try_lock().ok())?
+        };
+        work(&connection).transpose()
+    }
+
+    /// Runs a read off the async executor: a long query, or one waiting for a connection (an
+    /// in-memory store's is the writer's), would otherwise stall every task on the worker.
     /// On a multi-threaded runtime the calling thread becomes the blocking one
     /// (`block_in_place` hands its other tasks to another worker), which spares the hop to
-    /// the blocking pool: a bulk import resolves persons one read at a time, and the hop made
-    /// each read half again as slow. A current-thread runtime cannot hand its tasks over.
+    /// the blocking pool. A current-thread runtime cannot hand its tasks over.
     async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -339,7 +371,14 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        let (pk, sk, now) = (pk.to_owned(), sk.to_owned(), self.now_unix());
+        let now = self.now_unix();
+        // One row by its key: always short enough to read inline.
+        if let Some(found) =
+            self.read_inline(|connection| get_live(connection, pk, sk, now).map(Some))
+        {
+            return found;
+        }
+        let (pk, sk) = (pk.to_owned(), sk.to_owned());
         self.read(move |connection| get_live(connection, &pk, &sk, now))
             .await
     }
@@ -362,10 +401,18 @@ impl Store for SqliteStore {
     }
 
     async fn query(&self, partition: &str, options: QueryOptions) -> Result<Page, StoreError> {
-        let partition = partition.to_owned();
         let now = self.now_unix();
-        self.read(move |connection| query_page(connection, &partition, &options, now))
-            .await
+        if let Some(page) = self.read_inline(|connection| {
+            query_page(connection, partition, &options, now, Some(INLINE))
+        }) {
+            return page;
+        }
+        let partition = partition.to_owned();
+        self.read(move |connection| {
+            // Uncapped, so always a page.
+            Ok(query_page(connection, &partition, &options, now, None)?.unwrap_or_default())
+        })
+        .await
     }
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
@@ -386,12 +433,14 @@ impl Store for SqliteStore {
     }
 }
 
+/// The page, or `None` once it holds more than `cap` (the rows past it are never read).
 fn query_page(
     connection: &Connection,
     partition: &str,
     options: &QueryOptions,
     now: i64,
-) -> Result<Page, StoreError> {
+    cap: Option<Cap>,
+) -> Result<Option<Page>, StoreError> {
     let (partition_column, sort_column, order_columns) = match options.index {
         Index::Primary => ("pk", "sk", "sk"),
         Index::Gsi1 => ("gsi1pk", "gsi1sk", "gsi1sk, pk, sk"),
@@ -440,9 +489,80 @@ fn query_page(
     }
     let mut statement = connection.prepare_cached(&sql)?;
     let rows = statement.query_map(rusqlite::params_from_iter(values), read_item)?;
-    let mut items = Vec::new();
+    let (mut items, mut bytes) = (Vec::new(), 0);
     for row in rows {
-        items.push(decode(row?)?);
+        let row = row?;
+        bytes += row.1.len();
+        if let Some(cap) = cap
+            && (items.len() >= cap.rows || bytes > cap.bytes)
+        {
+            return Ok(None);
+        }
+        items.push(decode(row)?);
     }
-    Ok(Page::from_overfetched(items, options))
+    Ok(Some(Page::from_overfetched(items, options)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// `count` items in partition `pk`, each holding `bytes` of text.
+    async fn fill(store: &SqliteStore, pk: &str, count: usize, bytes: usize) {
+        let groups = (0..count)
+            .map(|i| {
+                let item = Item::new(
+                    pk,
+                    format!("S#{i:05}"),
+                    json!({ "text": "x".repeat(bytes) }),
+                );
+                vec![WriteOp::Put {
+                    item,
+                    condition: Condition::NotExists,
+                }]
+            })
+            .collect();
+        store.transact_write_each(groups).await.unwrap();
+    }
+
+    /// A read that runs past the inline cap (in rows or in bytes) is run again off the
+    /// executor and answers whole, on a file's read connections and on an in-memory store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_past_the_inline_cap_answer_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = SqliteStore::open(&dir.path().join("store.sqlite")).unwrap();
+        for store in [file, SqliteStore::in_memory().unwrap()] {
+            let partitions = [
+                ("UNDER", INLINE.rows - 1, 10),
+                ("AT", INLINE.rows, 10),
+                ("OVER", INLINE.rows + 1, 10),
+                ("LARGE", 3, INLINE.bytes / 2),
+            ];
+            for (pk, count, bytes) in partitions {
+                fill(&store, pk, count, bytes).await;
+                let all = store.query(pk, QueryOptions::default()).await.unwrap();
+                assert_eq!((all.items.len(), all.cursor), (count, None), "{pk}");
+                let mut walked = 0;
+                let mut cursor = None;
+                loop {
+                    let options = QueryOptions {
+                        limit: Some(INLINE.rows + 1),
+                        cursor,
+                        ..Default::default()
+                    };
+                    let page = store.query(pk, options).await.unwrap();
+                    walked += page.items.len();
+                    cursor = page.cursor;
+                    if cursor.is_none() {
+                        break;
+                    }
+                }
+                assert_eq!(walked, count, "{pk}");
+                let last = format!("S#{:05}", count - 1);
+                assert_eq!(store.get(pk, &last).await.unwrap().unwrap().sk, last);
+            }
+        }
+    }
 }
