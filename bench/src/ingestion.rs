@@ -203,7 +203,7 @@ pub async fn capture_once(load: CaptureLoad, shredding: bool) -> anyhow::Result<
         .await?;
     let acknowledged = Instant::now();
     let events = (report.requests - report.errors) * load.batch as u64;
-    while lake::committer::staged_count(state.objects.as_ref()).await? > 0 {
+    while lake::committer::staged_count(&state).await? > 0 {
         if acknowledged.elapsed() > COMMIT_WAIT {
             bail!(
                 "events acknowledged but not committed {} s after the load",

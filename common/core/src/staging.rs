@@ -1,6 +1,9 @@
 //! Staged capture batches: what capture writes durably before it answers, and what the
-//! committer reads into the events lake. One object per accepted request and project:
-//! `staging/team_id=<id>/<uuidv7>.ndjson.gz`, one normalized event per line.
+//! committer reads into the events lake, one normalized event per line. On S3, one object per
+//! accepted request and project: `staging/team_id=<id>/<uuidv7>.ndjson.gz`. Embedded, a record
+//! appended to the project's staging [`log`] (a file per request is what bounded capture there).
+
+pub mod log;
 
 use std::borrow::Cow;
 use std::io::{Read, Write};
@@ -101,6 +104,8 @@ pub enum StagingError {
     Store(#[from] object_store::Error),
     #[error("staging object {path}: {cause}")]
     Corrupt { path: String, cause: String },
+    #[error(transparent)]
+    Log(#[from] log::LogError),
 }
 
 /// Where a project's staged batches live.
@@ -164,8 +169,24 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter(|line| !line.trim().is_empty())
 }
 
-/// Writes one batch durably under a fresh name; returns where.
+/// Writes one request's accepted events durably: appended to the staging log where the state has
+/// one (embedded), else one object.
 pub async fn stage(
+    state: &crate::AppState,
+    team_id: i64,
+    events: &[StagedEvent],
+) -> Result<(), StagingError> {
+    match &state.staging_log {
+        Some(staging_log) => staging_log.append(team_id, log::record(events)?).await?,
+        None => {
+            stage_object(state.objects.as_ref(), team_id, events).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes one batch durably as an object under a fresh name; returns where.
+pub async fn stage_object(
     objects: &dyn ObjectStore,
     team_id: i64,
     events: &[StagedEvent],
@@ -199,8 +220,8 @@ mod tests {
                 .as_object()
                 .unwrap()
                 .clone(),
-            timestamp: Utc::now(),
-            created_at: Utc::now(),
+            timestamp: DateTime::UNIX_EPOCH,
+            created_at: DateTime::UNIX_EPOCH,
             elements_chain: None,
         };
         let path = Path::from("staging/team_id=42/x.ndjson.gz");

@@ -34,6 +34,9 @@ pub struct AppState {
     /// This process's short-lived copies of what the Store holds (token -> project, a project's
     /// flags), read with `clock`'s time.
     pub cache: Arc<Cache>,
+    /// Capture's staging log on the embedded backend; `None` on S3, where each accepted request
+    /// is one staged object.
+    pub staging_log: Option<Arc<crate::staging::log::StagingLog>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +85,11 @@ impl AppState {
             (None, Backend::Dynamodb) => return Err(StartError::MissingSecretKey),
         };
         let mailer = mailer_for(&config, aws.as_ref());
+        let staging_log = (config.backend == Backend::Sqlite).then(|| {
+            Arc::new(crate::staging::log::StagingLog::new(
+                config.data_dir.join(crate::staging::log::LOG_DIR),
+            ))
+        });
         Ok(Self {
             config: Arc::new(config),
             store,
@@ -94,6 +102,7 @@ impl AppState {
             clock,
             jobs: Arc::new(Jobs::default()),
             cache: Arc::new(Cache::default()),
+            staging_log,
         })
     }
 }

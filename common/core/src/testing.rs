@@ -162,6 +162,7 @@ impl TestState {
                 clock: Arc::new(crate::clock::SystemClock),
                 jobs: Arc::new(crate::jobs::Jobs::default()),
                 cache: Arc::new(crate::cache::Cache::default()),
+                staging_log: None,
             },
             backend: TestBackend::Cloud,
             _dir: Some(dir),

@@ -6,12 +6,20 @@
 //! rows, then deleted. A committer that dies anywhere in between leaves the object in `claimed/`;
 //! the next run checks only those (few) objects for their marker: already in the table, it just
 //! deletes them; otherwise it commits them. Nothing acknowledged is lost, nothing is committed twice.
+//!
+//! Embedded, capture appends to the staging log instead (`common::staging::log`). A run first
+//! seals this process's open segments, then takes every segment no writer holds (its lock says
+//! so), reads its complete records from the offset its Delta application transaction
+//! (`staging-log:<segment>`, version = the byte offset committed up to) records, commits them with
+//! that transaction moved to the last record's end, and deletes the segment. A run that dies
+//! after the commit finds the segment committed to its end and only deletes it.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use bytes::Bytes;
 use common::AppState;
+use common::staging::log::{self as staging_log, LogError, Sealed, StagingLog};
 use common::staging::{self, PropertiesProbe, STAGING_ROOT, StagedEvent, StagedLine, StagingError};
 use deltalake_core::kernel::Transaction;
 use deltalake_core::kernel::transaction::CommitProperties;
@@ -39,24 +47,62 @@ const QUARANTINE_ROOT: &str = "staging-rejected";
 /// Object-store calls in flight at once while claiming and cleaning up.
 const CONCURRENT_OBJECT_CALLS: usize = 16;
 const CLAIMED_ROOT: &str = "claimed";
+/// Staging log payload bytes folded into one Delta commit (whole segments are added until it
+/// is reached).
+const LOG_BYTES_PER_COMMIT: usize = 32 << 20;
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CommitReport {
     pub team_id: i64,
-    /// Staged objects whose events went into the table in this run.
+    /// Staged objects and staging log records whose events went into the table in this run.
     pub batches: usize,
     pub events: usize,
-    /// Claimed objects found already committed (a previous run died before deleting them).
+    /// Claimed objects and log segments found already committed (a previous run died before
+    /// deleting them).
     pub recovered: usize,
     /// Events dropped because an earlier event of this commit had the same uuid.
     pub duplicates: usize,
-    /// Unreadable staged objects moved aside to `staging-rejected/`.
+    /// Unreadable staged objects, log records and torn log tails moved aside to
+    /// `staging-rejected/`.
     pub rejected: usize,
     pub version: Option<i64>,
 }
 
 fn app_id(path: &Path) -> String {
     format!("staging:{}", path.filename().unwrap_or_default())
+}
+
+/// The application transaction whose version is the byte offset a log segment is committed to.
+fn log_app_id(segment: &str) -> String {
+    format!("staging-log:{segment}")
+}
+
+fn log_error(error: LogError) -> LakeError {
+    LakeError::Objects(object_store::Error::Generic {
+        store: "staging log",
+        source: Box::new(error),
+    })
+}
+
+/// Runs blocking file work (the staging log) off the runtime's workers.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, LogError> + Send + 'static,
+) -> Result<T, LakeError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|joined| LakeError::Delta(DeltaTableError::Generic(joined.to_string())))?
+        .map_err(log_error)
+}
+
+/// Projects with staged objects or staging log segments waiting.
+async fn teams_waiting(state: &AppState) -> Result<Vec<i64>, LakeError> {
+    let mut teams = teams_with_staging(state.objects.as_ref()).await?;
+    if let Some(log) = state.staging_log.clone() {
+        teams.extend(blocking(move || log.teams()).await?);
+        teams.sort_unstable();
+        teams.dedup();
+    }
+    Ok(teams)
 }
 
 /// Projects that have staged objects waiting (claimed ones included).
@@ -80,9 +126,14 @@ pub async fn teams_with_staging(objects: &dyn ObjectStore) -> Result<Vec<i64>, L
     Ok(teams)
 }
 
-/// How many staged or claimed objects wait, across projects (empty local folders do not count).
-pub async fn staged_count(objects: &dyn ObjectStore) -> Result<usize, LakeError> {
-    let mut count = 0;
+/// How many staged or claimed objects and staging log records wait, across projects (empty local
+/// folders do not count).
+pub async fn staged_count(state: &AppState) -> Result<usize, LakeError> {
+    let objects = state.objects.as_ref();
+    let mut count = match state.staging_log.clone() {
+        Some(log) => blocking(move || log.records_waiting()).await?,
+        None => 0,
+    };
     for root in [STAGING_ROOT, CLAIMED_ROOT] {
         match objects
             .list(Some(&Path::from(root)))
@@ -194,7 +245,7 @@ impl Committer {
 
     pub async fn commit_all(&mut self) -> Result<Vec<CommitReport>, LakeError> {
         let mut reports = Vec::new();
-        for team_id in teams_with_staging(self.state.objects.as_ref()).await? {
+        for team_id in teams_waiting(&self.state).await? {
             reports.push(self.commit_team(team_id).await?);
         }
         Ok(reports)
@@ -253,8 +304,16 @@ impl Committer {
     }
 
     /// Commits one project's waiting batches: up to [`COMMITS_PER_RUN`] commits of
-    /// [`BATCHES_PER_COMMIT`] staged objects, from one listing.
+    /// [`BATCHES_PER_COMMIT`] staged objects, from one listing, then its staging log.
     pub async fn commit_team(&mut self, team_id: i64) -> Result<CommitReport, LakeError> {
+        let mut total = self.commit_objects(team_id).await?;
+        if let Some(log) = self.state.staging_log.clone() {
+            self.commit_log(team_id, log, &mut total).await?;
+        }
+        Ok(total)
+    }
+
+    async fn commit_objects(&mut self, team_id: i64) -> Result<CommitReport, LakeError> {
         let objects = self.state.objects.clone();
         // What a previous run claimed and may or may not have committed.
         let leftovers = list_batches(objects.as_ref(), &claimed_prefix(team_id)).await?;
@@ -358,52 +417,16 @@ impl Committer {
         }
 
         if !paths.is_empty() {
-            let mut persons = Persons::new(state.store.clone(), state.clock.clone(), team_id);
             let transactions = paths
                 .iter()
                 .map(|path| Transaction::new(app_id(path), 1))
                 .collect();
             report.events = rows.len();
             phases.push(("read", started.elapsed()));
-            // Before the Delta commit: a failure here fails the commit, which is retried whole,
-            // while recording types whose events then fail to commit is harmless.
-            let seen = rows.take_group_types();
-            if !seen.is_empty() {
-                self.group_types
-                    .record(state.store.as_ref(), team_id, &seen)
-                    .await?;
-            }
-            let batches = rows.resolve(&mut persons).await?;
-            phases.push(("persons", started.elapsed()));
-            let mut counts = self.key_counts.remove(&team_id).unwrap_or_default();
-            if crate::shred::enabled(&state) {
-                for batch in &batches {
-                    counts.observe(batch);
-                }
-            }
-            let table = self.table(team_id).await?;
-            let shredder = crate::shred::prepare(&state, team_id, table, Some(&counts)).await?;
-            // Keys are picked once enough rows were seen; until then the counts accumulate.
-            if counts.sampled() < crate::shred::MIN_SAMPLED_ROWS {
-                self.key_counts.insert(team_id, counts);
-            }
-            let batches = batches
-                .iter()
-                .map(|batch| shredder.apply(batch))
-                .collect::<Result<Vec<_>, _>>()?;
-            phases.push(("shred", started.elapsed()));
-            let table = self.table_loaded(team_id)?;
-            let mut writer = RecordBatchWriter::for_table(table)?
-                .with_writer_properties(table::writer_properties())
-                .with_commit_properties(
-                    CommitProperties::default().with_application_transactions(transactions),
-                );
-            for batch in batches {
-                writer.write(batch).await?;
-            }
-            report.version = Some(writer.flush_and_commit(table).await? as i64);
-            crate::shred::settle(&state, team_id, &shredder).await?;
-            phases.push(("commit", started.elapsed()));
+            report.version = Some(
+                self.write_rows(team_id, rows, transactions, &mut phases, started)
+                    .await?,
+            );
             report.batches = paths.len();
             committed.extend(paths);
         }
@@ -421,6 +444,194 @@ impl Committer {
         );
         Ok(report)
     }
+
+    /// Resolves persons, shreds and commits `rows` with `transactions` in one Delta commit;
+    /// returns the table's new version.
+    async fn write_rows(
+        &mut self,
+        team_id: i64,
+        mut rows: ParsedRows,
+        transactions: Vec<Transaction>,
+        phases: &mut Vec<(&'static str, std::time::Duration)>,
+        started: std::time::Instant,
+    ) -> Result<i64, LakeError> {
+        let state = self.state.clone();
+        let mut persons = Persons::new(state.store.clone(), state.clock.clone(), team_id);
+        // Before the Delta commit: a failure here fails the commit, which is retried whole,
+        // while recording types whose events then fail to commit is harmless.
+        let seen = rows.take_group_types();
+        if !seen.is_empty() {
+            self.group_types
+                .record(state.store.as_ref(), team_id, &seen)
+                .await?;
+        }
+        let batches = rows.resolve(&mut persons).await?;
+        phases.push(("persons", started.elapsed()));
+        let mut counts = self.key_counts.remove(&team_id).unwrap_or_default();
+        if crate::shred::enabled(&state) {
+            for batch in &batches {
+                counts.observe(batch);
+            }
+        }
+        let table = self.table(team_id).await?;
+        let shredder = crate::shred::prepare(&state, team_id, table, Some(&counts)).await?;
+        // Keys are picked once enough rows were seen; until then the counts accumulate.
+        if counts.sampled() < crate::shred::MIN_SAMPLED_ROWS {
+            self.key_counts.insert(team_id, counts);
+        }
+        let batches = batches
+            .iter()
+            .map(|batch| shredder.apply(batch))
+            .collect::<Result<Vec<_>, _>>()?;
+        phases.push(("shred", started.elapsed()));
+        let table = self.table_loaded(team_id)?;
+        let mut writer = RecordBatchWriter::for_table(table)?
+            .with_writer_properties(table::writer_properties())
+            .with_commit_properties(
+                CommitProperties::default().with_application_transactions(transactions),
+            );
+        for batch in batches {
+            writer.write(batch).await?;
+        }
+        let version = writer.flush_and_commit(table).await? as i64;
+        crate::shred::settle(&state, team_id, &shredder).await?;
+        phases.push(("commit", started.elapsed()));
+        Ok(version)
+    }
+
+    /// Commits the project's sealed staging log segments: up to [`COMMITS_PER_RUN`] commits of
+    /// whole segments, about [`LOG_BYTES_PER_COMMIT`] each, and deletes them.
+    async fn commit_log(
+        &mut self,
+        team_id: i64,
+        log: std::sync::Arc<StagingLog>,
+        total: &mut CommitReport,
+    ) -> Result<(), LakeError> {
+        // What this process acknowledged until now becomes committable.
+        log.seal().await.map_err(log_error)?;
+        // Locked while this run holds them: no writer appends, no other committer reads.
+        let sealed = blocking(move || {
+            log.remove_abandoned(team_id)?;
+            let mut sealed = Vec::new();
+            for path in log.segments(team_id)? {
+                sealed.extend(Sealed::open(&path)?);
+            }
+            Ok(sealed)
+        })
+        .await?;
+        if sealed.is_empty() {
+            return Ok(());
+        }
+        let table = self.table(team_id).await?;
+        let log_store = table.log_store();
+        let mut waiting = Vec::with_capacity(sealed.len());
+        for segment in sealed {
+            let committed = table
+                .snapshot()?
+                .transaction_version(log_store.as_ref(), log_app_id(segment.name()))
+                .await?;
+            let offset = committed.map_or(0, |offset| offset.max(0) as u64);
+            waiting.push((segment, offset));
+        }
+        let mut waiting = waiting.into_iter().peekable();
+        let mut commits = 0;
+        while waiting.peek().is_some() && commits < COMMITS_PER_RUN {
+            let started = std::time::Instant::now();
+            let mut phases = Vec::new();
+            let mut rows = ParsedRows::default();
+            let mut seen = HashSet::new();
+            let mut transactions = Vec::new();
+            let mut done = Vec::new();
+            let mut bytes = 0;
+            let mut records = 0;
+            while bytes < LOG_BYTES_PER_COMMIT
+                && let Some((mut segment, offset)) = waiting.next()
+            {
+                let (segment, data) = blocking(move || {
+                    let data = segment.read_from(offset)?;
+                    Ok((segment, data))
+                })
+                .await?;
+                let mut reader = staging_log::records(&data, offset);
+                let mut end = offset;
+                for record in reader.by_ref() {
+                    let named = Path::from(format!("{}@{end}", segment.name()));
+                    match add_record(record.payload, &named, &mut rows, &mut seen) {
+                        Ok(repeats) => {
+                            total.duplicates += repeats;
+                            records += 1;
+                        }
+                        Err(error) => {
+                            // Framed whole yet unreadable: set aside, never lost, never blocking.
+                            tracing::error!(%error, "staging log record unreadable; moving it aside");
+                            self.set_aside(team_id, &segment, end, record.payload)
+                                .await?;
+                            total.rejected += 1;
+                        }
+                    }
+                    bytes += record.payload.len();
+                    end = record.end;
+                }
+                let torn = reader.rest();
+                if torn > 0 {
+                    // Written but never synced, so never acknowledged: kept for a person only.
+                    tracing::warn!(
+                        segment = %segment.path().display(),
+                        bytes = torn,
+                        "staging log segment ends in a torn record; moving it aside"
+                    );
+                    let tail = &data[data.len() - torn..];
+                    self.set_aside(team_id, &segment, end, tail).await?;
+                    total.rejected += 1;
+                }
+                if end > offset {
+                    transactions.push(Transaction::new(log_app_id(segment.name()), end as i64));
+                } else if offset > 0 {
+                    total.recovered += 1;
+                }
+                done.push(segment);
+            }
+            phases.push(("read", started.elapsed()));
+            if !rows.is_empty() {
+                total.events += rows.len();
+                let version = self
+                    .write_rows(team_id, rows, transactions, &mut phases, started)
+                    .await?;
+                total.version = Some(version);
+                total.batches += records;
+                commits += 1;
+            }
+            // Committed to their end (or holding nothing to commit): gone.
+            blocking(move || done.into_iter().try_for_each(Sealed::remove)).await?;
+            phases.push(("clean up", started.elapsed()));
+            tracing::debug!(
+                events = total.events,
+                records,
+                ?phases,
+                "staging log commit timings (elapsed at the end of each phase)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Keeps unreadable staging log bytes in `staging-rejected/` for a person to look at.
+    async fn set_aside(
+        &self,
+        team_id: i64,
+        segment: &Sealed,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<(), LakeError> {
+        let aside = Path::from(format!(
+            "{QUARANTINE_ROOT}/team_id={team_id}/{}-{offset}.log",
+            segment.name()
+        ));
+        self.state
+            .objects
+            .put(&aside, bytes.to_vec().into())
+            .await?;
+        Ok(())
+    }
 }
 
 /// Adds a staged object's events to `rows`, skipping uuids `seen` earlier in the commit, and
@@ -432,9 +643,29 @@ fn add_staged(
     seen: &mut HashSet<Uuid>,
 ) -> Result<usize, StagingError> {
     let text = staging::inflate(path, bytes)?;
+    add_lines(&text, path, rows, seen)
+}
+
+/// [`add_staged`] for one staging log record (`at` names it in errors).
+fn add_record(
+    payload: &[u8],
+    at: &Path,
+    rows: &mut ParsedRows,
+    seen: &mut HashSet<Uuid>,
+) -> Result<usize, StagingError> {
+    let text = std::str::from_utf8(payload).map_err(|e| StagingError::corrupt(at, e))?;
+    add_lines(text, at, rows, seen)
+}
+
+fn add_lines(
+    text: &str,
+    path: &Path,
+    rows: &mut ParsedRows,
+    seen: &mut HashSet<Uuid>,
+) -> Result<usize, StagingError> {
     let corrupt = |error| StagingError::corrupt(path, error);
     let mut events = Vec::new();
-    for line in staging::lines(&text) {
+    for line in staging::lines(text) {
         let staged: StagedLine = serde_json::from_str(line).map_err(corrupt)?;
         let probe = PropertiesProbe::read(staged.properties.get()).map_err(corrupt)?;
         let update = if ParsedRows::needs_whole_event(&staged, &probe) {
@@ -453,4 +684,70 @@ fn add_staged(
         }
     }
     Ok(repeats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(n: u128) -> StagedEvent {
+        let at = chrono::DateTime::UNIX_EPOCH;
+        StagedEvent {
+            uuid: Uuid::from_u128(n),
+            event: "e".into(),
+            distinct_id: "d".into(),
+            properties: Default::default(),
+            timestamp: at,
+            created_at: at,
+            elements_chain: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_log_segment_is_committed_once_from_where_its_marker_says() {
+        let test = common::testing::TestState::embedded().await;
+        let state = &test.state;
+        let log = state.staging_log.clone().expect("embedded: a staging log");
+        let team = 5;
+        staging::stage(state, team, &[event(1), event(2)])
+            .await
+            .unwrap();
+        staging::stage(state, team, &[event(3)]).await.unwrap();
+        assert_eq!(staged_count(state).await.unwrap(), 2);
+        log.seal().await.unwrap();
+        let segment = log.segments(team).unwrap().pop().expect("a segment");
+        let bytes = std::fs::read(&segment).unwrap();
+
+        let report = commit_team(state, team).await.unwrap();
+        assert_eq!((report.batches, report.events), (2, 3), "{report:?}");
+        assert!(log.segments(team).unwrap().is_empty());
+        assert_eq!(staged_count(state).await.unwrap(), 0);
+
+        // A run that died after its Delta commit, before deleting the segment: nothing again.
+        std::fs::write(&segment, &bytes).unwrap();
+        let retry = commit_team(state, team).await.unwrap();
+        assert_eq!(
+            (retry.batches, retry.events, retry.recovered),
+            (0, 0, 1),
+            "{retry:?}"
+        );
+        assert!(log.segments(team).unwrap().is_empty());
+
+        // Past the marker's offset, only what follows it is committed; a torn tail is set aside.
+        let mut longer = bytes.clone();
+        longer.extend(staging_log::record(&[event(4)]).unwrap());
+        longer.extend([9, 0, 0, 0, 1]);
+        std::fs::write(&segment, &longer).unwrap();
+        let resumed = commit_team(state, team).await.unwrap();
+        assert_eq!(
+            (resumed.batches, resumed.events, resumed.rejected),
+            (1, 1, 1),
+            "{resumed:?}"
+        );
+        let rows = table::scan(state, team).await.unwrap();
+        let mut uuids: Vec<_> = rows.iter().map(|row| row.uuid.clone()).collect();
+        uuids.sort();
+        let expected: Vec<_> = (1..=4).map(|n| Uuid::from_u128(n).to_string()).collect();
+        assert_eq!(uuids, expected);
+    }
 }

@@ -1,5 +1,6 @@
 //! Route family `capture`: what PostHog's SDKs send (`/e/`, `/i/v0/e/`, `/capture/`, `/batch/`,
-//! `/track/`), validated whole, staged durably, then answered `{"status": 1}`.
+//! `/track/`), validated whole, staged durably (an object on S3, the staging log's fsync
+//! embedded), then answered `{"status": 1}`.
 
 mod events;
 
@@ -33,7 +34,7 @@ async fn capture(
     let request = events::Request::parse(document)?;
     let project = common::project_tokens::project_for(&state, request.token.as_deref()).await?;
     let staged = request.into_staged(state.clock.now())?;
-    common::staging::stage(state.objects.as_ref(), project, &staged)
+    common::staging::stage(&state, project, &staged)
         .await
         .map_err(ApiError::internal)?;
     Ok(axum::Json(json!({ "status": 1 })))
