@@ -90,6 +90,7 @@ pub struct ClusteredWriter {
     store: ObjectStoreRef,
     config: WriterConfig,
     existing: Option<Arc<ExistingUuids>>,
+    spill: SpillCompression,
     /// Started by the first batch, whose schema the sort takes.
     sort: Option<RunningSort>,
 }
@@ -130,6 +131,8 @@ impl ClusteredWriter {
             store: table.object_store(),
             config,
             existing: None,
+            // Compaction runs in a Lambda too, whose /tmp is small.
+            spill: SpillCompression::Lz4Frame,
             sort: None,
         })
     }
@@ -139,6 +142,14 @@ impl ClusteredWriter {
     pub fn skipping_existing(mut self, table: &DeltaTable) -> DeltaResult<Self> {
         self.existing = Some(Arc::new(ExistingUuids::of(table)?));
         Ok(self)
+    }
+
+    /// Spills sorted runs as they are, not LZ4-compressed: for a machine with disk to spare (the
+    /// importer), where compressing every row and inflating it again costs more CPU than
+    /// writing it to the page cache.
+    pub fn spilling_uncompressed(mut self) -> Self {
+        self.spill = SpillCompression::Uncompressed;
+        self
     }
 
     /// Takes `batch`'s rows (any days, any order).
@@ -153,6 +164,7 @@ impl ClusteredWriter {
                 self.store.clone(),
                 self.config.clone(),
                 self.existing.clone(),
+                self.spill,
             )?),
         };
         // Batches of one write share their columns; a schema that differs only in its fields'
@@ -187,6 +199,7 @@ impl RunningSort {
         store: ObjectStoreRef,
         config: WriterConfig,
         existing: Option<Arc<ExistingUuids>>,
+        spill: SpillCompression,
     ) -> DeltaResult<Self> {
         let (batches, receiver) = mpsc::channel(INPUT_QUEUE);
         let source = Arc::new(ChannelSource {
@@ -199,7 +212,7 @@ impl RunningSort {
         let ordering = LexOrdering::new(sort_order(&schema)?)
             .ok_or_else(|| DeltaTableError::generic("no columns to sort rows by"))?;
         let sort = SortExec::new(ordering, Arc::new(input));
-        let sorted = sort.execute(0, sort_context()?).map_err(sort_error)?;
+        let sorted = sort.execute(0, sort_context(spill)?).map_err(sort_error)?;
         let done = tokio::spawn(write_days(sorted, store, config, existing));
         Ok(Self {
             schema,
@@ -229,13 +242,13 @@ fn sort_order(schema: &Schema) -> DeltaResult<Vec<PhysicalSortExpr>> {
 }
 
 /// A task context of the sort's own: its memory bound, spills to the OS temporary directory.
-fn sort_context() -> DeltaResult<Arc<TaskContext>> {
+fn sort_context(spill: SpillCompression) -> DeltaResult<Arc<TaskContext>> {
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(Arc::new(FairSpillPool::new(SORT_MEMORY)))
         .build_arc()
         .map_err(sort_error)?;
     let mut config = SessionConfig::new().with_batch_size(OUTPUT_BATCH_ROWS);
-    config.options_mut().execution.spill_compression = SpillCompression::Lz4Frame;
+    config.options_mut().execution.spill_compression = spill;
     Ok(Arc::new(
         TaskContext::default()
             .with_session_config(config)

@@ -66,7 +66,9 @@ struct Encoder {
 
 impl Encoder {
     fn spawn(table: &DeltaTable, shredder: Arc<Shredder>) -> Result<Self, LakeError> {
-        let mut writer = ClusteredWriter::for_table(table)?.skipping_existing(table)?;
+        let mut writer = ClusteredWriter::for_table(table)?
+            .skipping_existing(table)?
+            .spilling_uncompressed();
         let (batches, mut receiver) = mpsc::channel::<RecordBatch>(ENCODER_QUEUE);
         let task_shredder = shredder.clone();
         let done = tokio::spawn(async move {
