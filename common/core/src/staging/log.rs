@@ -553,21 +553,31 @@ impl Writer {
             }
             self.folders.insert(team_id);
         }
-        let name = Uuid::now_v7();
-        let creating = folder.join(format!("{name}.{CREATING_EXTENSION}"));
-        let path = folder.join(format!("{name}.{SEGMENT_EXTENSION}"));
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&creating)
-            .map_err(|e| LogError::io(&creating, e))?;
-        file.try_lock().map_err(|e| {
-            LogError::io(
-                &creating,
-                io::Error::other(format!("locking a new segment: {e}")),
-            )
-        })?;
-        std::fs::rename(&creating, &path).map_err(|e| LogError::io(&creating, e))?;
+        // A committer removing abandoned creations can take a new file in the instant before
+        // it is locked (it is empty then): that creation starts again under a new name.
+        let mut attempts = 0;
+        let (file, path) = loop {
+            attempts += 1;
+            let name = Uuid::now_v7();
+            let creating = folder.join(format!("{name}.{CREATING_EXTENSION}"));
+            let path = folder.join(format!("{name}.{SEGMENT_EXTENSION}"));
+            let file = OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .open(&creating)
+                .map_err(|e| LogError::io(&creating, e))?;
+            file.try_lock().map_err(|e| {
+                LogError::io(
+                    &creating,
+                    io::Error::other(format!("locking a new segment: {e}")),
+                )
+            })?;
+            match std::fs::rename(&creating, &path) {
+                Ok(()) => break (file, path),
+                Err(error) if error.kind() == io::ErrorKind::NotFound && attempts < 3 => continue,
+                Err(error) => return Err(LogError::io(&creating, error)),
+            }
+        };
         sync_dir(&folder)?;
         Ok(Segment {
             file,
