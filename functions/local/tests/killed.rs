@@ -1,9 +1,11 @@
 //! The `analytics` binary killed (SIGKILL) while a job runs: the next `analytics serve` on the
 //! same data dir fails the run it left `running`, and runs the next one.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+use support::serve;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -11,58 +13,6 @@ use serde_json::{Value, json};
 /// A query that runs for minutes: 10^10 rows out of a cross join.
 const SLOW: &str =
     "select sum((a.number * b.number) % 7) as s from numbers(100000) a, numbers(100000) b";
-
-/// A running `analytics serve`, killed (SIGKILL) and reaped when dropped.
-struct Server {
-    process: Child,
-    address: String,
-}
-
-impl Server {
-    fn kill(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// `analytics serve` on `data_dir` and an ephemeral port, and what it printed before serving
-/// (the bootstrap, on an empty store).
-fn serve(data_dir: &std::path::Path) -> (Server, Vec<String>) {
-    let process = Command::new(env!("CARGO_BIN_EXE_analytics"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env_remove("ANALYTICS_QUEUE_URL")
-        .env_remove("ANALYTICS_BACKEND")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the analytics binary starts");
-    let mut server = Server {
-        process,
-        address: String::new(),
-    };
-    let stdout = server.process.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut printed = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.expect("stdout");
-        if let Some(address) = line.strip_prefix("Serving on http://") {
-            server.address = address.trim().to_owned();
-            // Keep reading what it prints, so it never blocks on a full pipe.
-            std::thread::spawn(move || lines.for_each(drop));
-            return (server, printed);
-        }
-        printed.push(line);
-    }
-    panic!("analytics serve stopped before serving: {printed:?}");
-}
 
 /// One HTTP/1.1 request; the status and the JSON body.
 fn request(

@@ -3,11 +3,13 @@
 //! the committer has run, the table holds every acknowledged event exactly once, nothing that was
 //! not sent, and the torn bytes are set aside, not committed.
 
+mod support;
+use support::serve;
+
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -19,56 +21,6 @@ const REQUESTS_PER_CLIENT: usize = 100;
 const EVENTS_PER_REQUEST: usize = 50;
 /// Acknowledged requests before the kill: well inside the load.
 const KILL_AFTER: usize = 400;
-
-/// A running `analytics serve`, killed (SIGKILL) and reaped when dropped.
-struct Server {
-    process: Child,
-    address: String,
-}
-
-impl Server {
-    fn kill(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// `analytics serve` on `data_dir` and an ephemeral port, and what it printed before serving.
-fn serve(data_dir: &Path) -> (Server, Vec<String>) {
-    let process = Command::new(env!("CARGO_BIN_EXE_analytics"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env_remove("ANALYTICS_QUEUE_URL")
-        .env_remove("ANALYTICS_BACKEND")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the analytics binary starts");
-    let mut server = Server {
-        process,
-        address: String::new(),
-    };
-    let stdout = server.process.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut printed = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.expect("stdout");
-        if let Some(address) = line.strip_prefix("Serving on http://") {
-            server.address = address.trim().to_owned();
-            std::thread::spawn(move || lines.for_each(drop));
-            return (server, printed);
-        }
-        printed.push(line);
-    }
-    panic!("analytics serve stopped before serving: {printed:?}");
-}
 
 /// One HTTP/1.1 request; its status, or `None` when the connection failed before one came.
 fn request(address: &str, path: &str, key: Option<&str>, body: &str) -> Option<(u16, String)> {
