@@ -39,6 +39,7 @@ import time
 
 # Run as a script, this folder is on sys.path: one VmHWM reader and one SQL quoting for every bench.
 from bench_query_duckdb import peak_rss_bytes, quote
+from bench_timing import best_of
 
 # PostHog's HogQLGlobalSettings that change answers, the project's zone (UTC, as the bench
 # project's), and JSON that keeps 64-bit numbers numbers.
@@ -168,14 +169,7 @@ def time_queries(session, request):
     for query in request.get("queries", []):
         name, sql = query["name"], query["sql"]
         try:
-            for _ in range(warmup):
-                run_query(session, sql)
-            timings = []
-            rows = None
-            for _ in range(runs):
-                started = time.perf_counter()
-                rows = run_query(session, sql)
-                timings.append((time.perf_counter() - started) * 1000.0)
+            timings, rows = best_of(lambda: run_query(session, sql), warmup, runs)
             results.append({
                 "name": name,
                 "best_ms": min(timings),

@@ -21,7 +21,8 @@ cross-check. Needs `duckdb` and `pyarrow` (scripts/requirements-test.txt).
 """
 import json
 import sys
-import time
+
+from bench_timing import best_of
 
 
 def peak_rss_bytes():
@@ -107,14 +108,7 @@ def main():
     for query in request["queries"]:
         name, sql = query["name"], query["sql"]
         try:
-            for _ in range(warmup):
-                fetch(connection, sql)
-            timings = []
-            answer = None
-            for _ in range(runs):
-                started = time.perf_counter()
-                answer = fetch(connection, sql)
-                timings.append((time.perf_counter() - started) * 1000.0)
+            timings, answer = best_of(lambda: fetch(connection, sql), warmup, runs)
             rows = rows_of(answer) if arrow else [list(row) for row in answer]
             results.append({
                 "name": name,
