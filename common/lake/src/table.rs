@@ -43,9 +43,9 @@ const UNSKIPPABLE_COLUMNS: [&str; 4] =
 /// to half the bytes (55 MB to 29 MB) in no more time, and read back faster.
 const ID_COLUMNS: [&str; 4] = ["uuid", "distinct_id", "person_id", "$session_id"];
 
-/// Columns looked up by one value (an event by uuid, a person's events by distinct id), which
-/// their statistics cannot skip for (a row group's span of ids covers nearly all of them):
-/// a bloom filter per row group (1% false positives, about 150 KB each) answers "not here".
+/// Columns looked up by one value (an event by uuid, a person's events by distinct id): a bloom
+/// filter per row group (1% false positives, about 150 KB each) answers "not here" where the
+/// row group's span of ids includes the one asked for.
 const LOOKUP_COLUMNS: [&str; 2] = ["uuid", "distinct_id"];
 const LOOKUP_FALSE_POSITIVES: f64 = 0.01;
 
