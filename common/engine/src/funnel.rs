@@ -21,11 +21,12 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Builder, Int64Array, Int64Builder, ListArray,
-    ListBuilder, UInt64Array, UInt64Builder,
+    Array, ArrayRef, AsArray, BooleanArray, Float64Builder, Int64Array, LargeBinaryArray,
+    ListArray, ListBuilder,
 };
+use datafusion::arrow::buffer::{Buffer, OffsetBuffer};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, TimeUnit, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, TimeUnit};
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
@@ -88,10 +89,6 @@ fn item_field() -> FieldRef {
     Arc::new(Field::new_list_field(DataType::Float64, true))
 }
 
-fn list_of(data_type: DataType) -> DataType {
-    DataType::List(Arc::new(Field::new_list_field(data_type, true)))
-}
-
 impl AggregateUDFImpl for AggregateFunnel {
     fn name(&self) -> &str {
         NAME
@@ -132,23 +129,11 @@ impl AggregateUDFImpl for AggregateFunnel {
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![
-            Arc::new(Field::new(
-                format!("{}[micros]", args.name),
-                list_of(DataType::Int64),
-                true,
-            )),
-            Arc::new(Field::new(
-                format!("{}[steps]", args.name),
-                list_of(DataType::UInt64),
-                true,
-            )),
-            Arc::new(Field::new(
-                format!("{}[exclusions]", args.name),
-                list_of(DataType::UInt64),
-                true,
-            )),
-        ])
+        Ok(vec![Arc::new(Field::new(
+            format!("{}[events]", args.name),
+            DataType::LargeBinary,
+            true,
+        ))])
     }
 
     fn accumulator(&self, acc_args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
@@ -272,79 +257,80 @@ fn passes(filter: Option<&BooleanArray>, row: usize) -> bool {
     filter.is_none_or(|filter| filter.is_valid(row) && filter.value(row))
 }
 
-/// The intermediate state (one list per column), read row by row without copying it.
+/// The intermediate state: per group, its events packed as [`PACKED_BYTES`] little-endian
+/// bytes each (time, step mask, exclusion mask). One flat buffer instead of a list per field:
+/// a funnel skips partial aggregation, so every input row becomes a state row that is
+/// repartitioned and merged, and a list per field cost more than the funnel itself.
 struct StateRows<'a> {
-    micros: &'a ListArray,
-    steps: &'a ListArray,
-    exclusions: &'a ListArray,
-    micros_values: &'a Int64Array,
-    steps_values: &'a UInt64Array,
-    exclusions_values: &'a UInt64Array,
+    events: &'a LargeBinaryArray,
+}
+
+const PACKED_BYTES: usize = 24;
+
+impl Event {
+    fn pack(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.micros.to_le_bytes());
+        out.extend_from_slice(&self.steps.to_le_bytes());
+        out.extend_from_slice(&self.exclusions.to_le_bytes());
+    }
+
+    fn unpack(bytes: &[u8]) -> Self {
+        let word = |i: usize| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[8 * i..8 * i + 8]);
+            word
+        };
+        Event {
+            micros: i64::from_le_bytes(word(0)),
+            steps: u64::from_le_bytes(word(1)),
+            exclusions: u64::from_le_bytes(word(2)),
+        }
+    }
 }
 
 impl<'a> StateRows<'a> {
     fn new(states: &'a [ArrayRef]) -> Result<Self> {
-        let [micros, steps, exclusions, ..] = states else {
-            return exec_err!("aggregateFunnel: bad intermediate state");
-        };
-        let (micros, steps, exclusions) = (
-            micros.as_list::<i32>(),
-            steps.as_list::<i32>(),
-            exclusions.as_list::<i32>(),
-        );
-        Ok(Self {
-            micros,
-            steps,
-            exclusions,
-            micros_values: micros.values().as_primitive::<Int64Type>(),
-            steps_values: steps.values().as_primitive::<UInt64Type>(),
-            exclusions_values: exclusions.values().as_primitive::<UInt64Type>(),
-        })
+        match states.first().and_then(|s| s.as_binary_opt::<i64>()) {
+            Some(events) => Ok(Self { events }),
+            None => exec_err!("aggregateFunnel: bad intermediate state"),
+        }
     }
 
     fn len(&self) -> usize {
-        self.micros.len()
+        self.events.len()
     }
 
     /// The events of state row `row`.
     fn events(&self, row: usize) -> impl Iterator<Item = Event> + '_ {
-        let range = |list: &ListArray| {
-            if list.is_null(row) {
-                return 0..0;
-            }
-            let offsets = list.value_offsets();
-            offsets[row] as usize..offsets[row + 1] as usize
+        let bytes: &[u8] = if self.events.is_null(row) {
+            &[]
+        } else {
+            self.events.value(row)
         };
-        range(self.micros)
-            .zip(range(self.steps))
-            .zip(range(self.exclusions))
-            .map(|((micros, steps), exclusions)| Event {
-                micros: self.micros_values.value(micros),
-                steps: self.steps_values.value(steps),
-                exclusions: self.exclusions_values.value(exclusions),
-            })
+        bytes.chunks_exact(PACKED_BYTES).map(Event::unpack)
     }
 }
 
-fn state_arrays<'a>(groups: impl Iterator<Item = &'a [Event]>) -> Vec<ArrayRef> {
-    let mut micros = ListBuilder::new(Int64Builder::new());
-    let mut steps = ListBuilder::new(UInt64Builder::new());
-    let mut exclusions = ListBuilder::new(UInt64Builder::new());
+/// One state row per group (or per input row, `None` for a row that cannot matter).
+fn state_arrays<'a, G>(groups: impl ExactSizeIterator<Item = G>) -> Vec<ArrayRef>
+where
+    G: IntoIterator<Item = &'a Event>,
+{
+    let mut offsets = Vec::with_capacity(groups.len() + 1);
+    offsets.push(0i64);
+    let mut values = Vec::new();
     for events in groups {
         for event in events {
-            micros.values().append_value(event.micros);
-            steps.values().append_value(event.steps);
-            exclusions.values().append_value(event.exclusions);
+            event.pack(&mut values);
         }
-        micros.append(true);
-        steps.append(true);
-        exclusions.append(true);
+        offsets.push(values.len() as i64);
     }
-    vec![
-        Arc::new(micros.finish()),
-        Arc::new(steps.finish()),
-        Arc::new(exclusions.finish()),
-    ]
+    let offsets = OffsetBuffer::new(offsets.into());
+    vec![Arc::new(LargeBinaryArray::new(
+        offsets,
+        Buffer::from_vec(values),
+        None,
+    ))]
 }
 
 fn results<'a>(params: Params, groups: impl Iterator<Item = &'a mut Vec<Event>>) -> ListArray {
@@ -410,7 +396,7 @@ impl GroupsAccumulator for FunnelGroups {
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
         let taken = self.take(emit_to);
-        Ok(state_arrays(taken.iter().map(Vec::as_slice)))
+        Ok(state_arrays(taken.iter()))
     }
 
     fn merge_batch(
@@ -443,7 +429,7 @@ impl GroupsAccumulator for FunnelGroups {
                     .flatten()
             })
             .collect();
-        Ok(state_arrays(events.iter().map(Option::as_slice)))
+        Ok(state_arrays(events.iter()))
     }
 
     fn size(&self) -> usize {
@@ -479,7 +465,7 @@ impl Accumulator for FunnelAccumulator {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        state_arrays(std::iter::once(self.events.as_slice()))
+        state_arrays(std::iter::once(&self.events))
             .iter()
             .map(|array| ScalarValue::try_from_array(array, 0))
             .collect()
