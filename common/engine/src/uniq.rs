@@ -122,6 +122,14 @@ impl UniqGroups {
         }
     }
 
+    /// Room for `more` hashes in `group`'s set at once, instead of doubling its way there.
+    fn reserve(&mut self, group: usize, more: usize) {
+        let set = &mut self.sets[group];
+        let before = set.capacity();
+        set.reserve(more);
+        self.bytes += (set.capacity() - before) * (std::mem::size_of::<u64>() + 1);
+    }
+
     fn take(&mut self, emit_to: EmitTo) -> Vec<Hashes> {
         let taken = emit_to.take_needed(&mut self.sets);
         self.bytes = self.sets.iter().map(set_bytes).sum();
@@ -139,10 +147,18 @@ impl GroupsAccumulator for UniqGroups {
     ) -> Result<()> {
         self.sets.resize_with(total_num_groups, Hashes::default);
         let values = hashes(&values[0]);
+        // Tables are sorted by event and distinct id: a person's events of one kind come
+        // together, so a row often repeats the one before it (group and value); skipping those
+        // leaves the set as it would be and saves a probe of it.
+        let mut last = None;
         for (row, &group) in group_indices.iter().enumerate() {
             let kept = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
             if kept && values.is_valid(row) {
-                self.insert(group, values.value(row));
+                let hash = values.value(row);
+                if last != Some((group, hash)) {
+                    self.insert(group, hash);
+                    last = Some((group, hash));
+                }
             }
         }
         Ok(())
@@ -175,6 +191,7 @@ impl GroupsAccumulator for UniqGroups {
             }
             let list = lists.value(row);
             let list = hashes(&list);
+            self.reserve(group, list.len());
             for hash in list.iter().flatten() {
                 self.insert(group, hash);
             }
