@@ -55,14 +55,12 @@ use uuid::Uuid;
 use crate::table;
 
 /// Memory a write's sort holds before it spills a sorted run: two encoders at this and their
-/// open row groups keep a 10M-event import under 1 GB of RSS.
+/// open row groups keep a 10M-event import under 1 GB of RSS. Half of it is set aside for
+/// merging the rows held into a run (and, at the end, the runs): the merge keeps each row's sort
+/// key (the distinct id in it) in row format beside the rows. DataFusion's default, 10 MB, let a
+/// 10M-event import fail with the merge out of memory (81.6 MB at its peak, beside 124 MB of rows
+/// held); half leaves the merge of a half-size run room to spare.
 const SORT_MEMORY: usize = 192 << 20;
-/// Of `SORT_MEMORY`, what is set aside for merging the rows held into a sorted run (and, at the
-/// end, the runs): the merge keeps each row's sort key (the distinct id in it) in row format
-/// beside the rows. DataFusion's default, 10 MB, let a 10M-event import fail with the merge out of
-/// memory (81.6 MB at its peak, beside 124 MB of rows held): half the sort's memory leaves the
-/// merge of a half-size run room to spare.
-const MERGE_MEMORY: usize = SORT_MEMORY / 2;
 /// Batches waiting for the sort: it takes them as fast as it copies them.
 const INPUT_QUEUE: usize = 2;
 /// Rows per batch out of the merge: what the Parquet writer takes at a time.
@@ -208,17 +206,7 @@ impl RunningSort {
         spill: SpillCompression,
     ) -> DeltaResult<Self> {
         let (batches, receiver) = mpsc::channel(INPUT_QUEUE);
-        let source = Arc::new(ChannelSource {
-            schema: schema.clone(),
-            receiver: Mutex::new(Some(receiver)),
-        });
-        let input =
-            StreamingTableExec::try_new(schema.clone(), vec![source], None, [], false, None)
-                .map_err(sort_error)?;
-        let ordering = LexOrdering::new(sort_order(&schema)?)
-            .ok_or_else(|| DeltaTableError::generic("no columns to sort rows by"))?;
-        let sort = SortExec::new(ordering, Arc::new(input));
-        let sorted = sort.execute(0, sort_context(spill)?).map_err(sort_error)?;
+        let sorted = sorted_stream(&schema, receiver, spill, SORT_MEMORY)?;
         let done = tokio::spawn(write_days(sorted, store, config, existing));
         Ok(Self {
             schema,
@@ -247,12 +235,33 @@ fn sort_order(schema: &Schema) -> DeltaResult<Vec<PhysicalSortExpr>> {
         .collect()
 }
 
-/// A task context of the sort's own: its memory bound, spills to the OS temporary directory.
-fn sort_context(spill: SpillCompression) -> DeltaResult<Arc<TaskContext>> {
+/// The batches `receiver` gives, sorted in `memory` bytes (spilling past them).
+fn sorted_stream(
+    schema: &SchemaRef,
+    receiver: mpsc::Receiver<Result<RecordBatch, DataFusionError>>,
+    spill: SpillCompression,
+    memory: usize,
+) -> DeltaResult<SendableRecordBatchStream> {
+    let source = Arc::new(ChannelSource {
+        schema: schema.clone(),
+        receiver: Mutex::new(Some(receiver)),
+    });
+    let input = StreamingTableExec::try_new(schema.clone(), vec![source], None, [], false, None)
+        .map_err(sort_error)?;
+    let ordering = LexOrdering::new(sort_order(schema)?)
+        .ok_or_else(|| DeltaTableError::generic("no columns to sort rows by"))?;
+    let sort = SortExec::new(ordering, Arc::new(input));
+    sort.execute(0, sort_context(spill, memory)?)
+        .map_err(sort_error)
+}
+
+/// A task context of the sort's own: its memory bound (of which half is for merging, as said
+/// at `SORT_MEMORY`), spills to the OS temporary directory.
+fn sort_context(spill: SpillCompression, memory: usize) -> DeltaResult<Arc<TaskContext>> {
     let runtime = RuntimeEnvBuilder::new()
         // Tracked: a sort out of memory names what held it.
         .with_memory_pool(Arc::new(TrackConsumersPool::new(
-            FairSpillPool::new(SORT_MEMORY),
+            FairSpillPool::new(memory),
             NonZeroUsize::new(5).expect("5 is not zero"),
         )))
         .build_arc()
@@ -260,7 +269,7 @@ fn sort_context(spill: SpillCompression) -> DeltaResult<Arc<TaskContext>> {
     let mut config = SessionConfig::new().with_batch_size(OUTPUT_BATCH_ROWS);
     let execution = &mut config.options_mut().execution;
     execution.spill_compression = spill;
-    execution.sort_spill_reservation_bytes = MERGE_MEMORY;
+    execution.sort_spill_reservation_bytes = memory / 2;
     Ok(Arc::new(
         TaskContext::default()
             .with_session_config(config)
@@ -476,6 +485,71 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    /// A sort whose keys are wide (a 60-character distinct id) and whose rows are several times
+    /// its memory spills runs and merges them within that memory, every row in order. (The
+    /// out-of-memory merge this configuration fixes was seen on a 10M-event import; at this
+    /// scale DataFusion's default reservation happens to pass too.)
+    #[tokio::test]
+    async fn a_sort_with_wide_keys_merges_within_its_memory() {
+        use deltalake_core::arrow::array::StringArray;
+        use deltalake_core::arrow::datatypes::Int64Type;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("date", DataType::Date32, false),
+            Field::new("event_code", DataType::Int64, false),
+            Field::new("distinct_id", DataType::Utf8, false),
+            Field::new("timestamp", DataType::Int64, false),
+            Field::new("properties", DataType::Utf8, false),
+        ]));
+        let (sender, receiver) = mpsc::channel(INPUT_QUEUE);
+        let mut sorted =
+            sorted_stream(&schema, receiver, SpillCompression::Uncompressed, 16 << 20).unwrap();
+        let (batches, rows_per_batch) = (60u64, 1_000u64);
+        let feed_schema = schema.clone();
+        let feed = tokio::spawn(async move {
+            for b in 0..batches {
+                let n = |r: u64| (b * rows_per_batch + r).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let rows = 0..rows_per_batch;
+                let days: Vec<i32> = rows.clone().map(|r| (n(r) % 3) as i32).collect();
+                let codes: Vec<i64> = rows.clone().map(|r| (n(r) >> 8) as i64 % 5).collect();
+                let ids: Vec<String> = rows
+                    .clone()
+                    .map(|r| format!("{:060}", n(r) >> 20))
+                    .collect();
+                let times: Vec<i64> = rows.clone().map(|r| (n(r) >> 4) as i64).collect();
+                let payload: Vec<String> =
+                    rows.map(|r| "x".repeat(400 + (r % 200) as usize)).collect();
+                let batch = RecordBatch::try_new(
+                    feed_schema.clone(),
+                    vec![
+                        Arc::new(Date32Array::from(days)),
+                        Arc::new(Int64Array::from(codes)),
+                        Arc::new(StringArray::from(ids)),
+                        Arc::new(Int64Array::from(times)),
+                        Arc::new(StringArray::from(payload)),
+                    ],
+                )
+                .unwrap();
+                sender.send(Ok(batch)).await.unwrap();
+            }
+        });
+        let mut keys = Vec::new();
+        while let Some(batch) = sorted.next().await {
+            let batch = batch.expect("the sort stays within its memory");
+            let days = batch.column(0).as_primitive::<Date32Type>();
+            let codes = batch.column(1).as_primitive::<Int64Type>();
+            let ids = batch.column(2).as_string::<i32>();
+            for row in 0..batch.num_rows() {
+                keys.push((days.value(row), codes.value(row), ids.value(row).to_owned()));
+            }
+        }
+        feed.await.unwrap();
+        assert_eq!(keys.len() as u64, batches * rows_per_batch);
+        assert!(
+            keys.windows(2).all(|pair| pair[0] <= pair[1]),
+            "rows in order"
+        );
     }
 
     #[test]
