@@ -178,12 +178,14 @@ impl ClusteredWriter {
         } else {
             RecordBatch::try_new(sort.schema.clone(), batch.columns().to_vec())?
         };
-        if sort.batches.send(Ok(batch)).await.is_err() {
-            // The sort stopped on an error: finishing it tells which.
-            if let Some(sort) = self.sort.take() {
-                sort.finish().await?;
+        for piece in pieces(&batch)? {
+            if sort.batches.send(Ok(piece)).await.is_err() {
+                // The sort stopped on an error: finishing it tells which.
+                if let Some(sort) = self.sort.take() {
+                    sort.finish().await?;
+                }
+                return Err(DeltaTableError::generic("the sort stopped"));
             }
-            return Err(DeltaTableError::generic("the sort stopped"));
         }
         Ok(())
     }
@@ -231,6 +233,27 @@ fn sort_order(schema: &Schema) -> DeltaResult<Vec<PhysicalSortExpr>> {
         .map(|name| {
             let column = col(name, schema).map_err(sort_error)?;
             Ok(PhysicalSortExpr::new(column, SortOptions::default()))
+        })
+        .collect()
+}
+
+/// `batch` in pieces of at most `OUTPUT_BATCH_ROWS` rows, each copied into buffers of its own. The
+/// sort sorts each batch it holds into a copy before merging them, and counts a batch's memory
+/// by its buffers: an importer's batch of 65K rows (tens of MB) left the merge no room, where
+/// slices would each have counted the whole batch.
+fn pieces(batch: &RecordBatch) -> DeltaResult<Vec<RecordBatch>> {
+    use deltalake_core::arrow::array::UInt32Array;
+    use deltalake_core::arrow::compute::take_record_batch;
+    let rows = batch.num_rows();
+    if rows <= OUTPUT_BATCH_ROWS {
+        return Ok(vec![batch.clone()]);
+    }
+    (0..rows)
+        .step_by(OUTPUT_BATCH_ROWS)
+        .map(|start| {
+            let end = (start + OUTPUT_BATCH_ROWS).min(rows);
+            let indices = UInt32Array::from_iter_values(start as u32..end as u32);
+            Ok(take_record_batch(batch, &indices)?)
         })
         .collect()
 }
@@ -463,7 +486,7 @@ fn split_by_day(batch: &RecordBatch) -> DeltaResult<Vec<(i32, RecordBatch)>> {
 #[cfg(test)]
 mod tests {
     use deltalake_core::arrow::array::{Date32Array, Int64Array, StringArray};
-    use deltalake_core::arrow::datatypes::{DataType, Field};
+    use deltalake_core::arrow::datatypes::{DataType, Field, Int64Type};
 
     use super::*;
 
@@ -493,8 +516,6 @@ mod tests {
     /// scale DataFusion's default reservation happens to pass too.)
     #[tokio::test]
     async fn a_sort_with_wide_keys_merges_within_its_memory() {
-        use deltalake_core::arrow::array::StringArray;
-        use deltalake_core::arrow::datatypes::Int64Type;
         let schema = Arc::new(Schema::new(vec![
             Field::new("date", DataType::Date32, false),
             Field::new("event_code", DataType::Int64, false),
@@ -550,6 +571,26 @@ mod tests {
             keys.windows(2).all(|pair| pair[0] <= pair[1]),
             "rows in order"
         );
+    }
+
+    #[test]
+    fn large_batches_go_to_the_sort_in_pieces_of_their_own() {
+        let codes: Vec<i64> = (0..20_000).collect();
+        let rows = batch(&vec![1; codes.len()], &codes);
+        let pieces = pieces(&rows).unwrap();
+        let sizes: Vec<usize> = pieces.iter().map(RecordBatch::num_rows).collect();
+        assert_eq!(
+            sizes,
+            [
+                OUTPUT_BATCH_ROWS,
+                OUTPUT_BATCH_ROWS,
+                20_000 - 2 * OUTPUT_BATCH_ROWS
+            ]
+        );
+        // Copies, not views of the whole batch.
+        let timestamps = pieces[1].column(3).as_primitive::<Int64Type>();
+        assert_eq!(timestamps.values().inner().len(), OUTPUT_BATCH_ROWS * 8);
+        assert_eq!(timestamps.value(0), OUTPUT_BATCH_ROWS as i64);
     }
 
     #[test]
