@@ -83,7 +83,7 @@ impl ScalarUDFImpl for FastDateTrunc {
             return self.inner.invoke_with_args(args);
         };
         let times = times.clone();
-        let ticks = match (times.data_type(), args.return_field.data_type()) {
+        let (per_second, zone) = match (times.data_type(), args.return_field.data_type()) {
             (
                 DataType::Timestamp(TimeUnit::Microsecond, zone),
                 DataType::Timestamp(TimeUnit::Microsecond, _),
@@ -94,17 +94,17 @@ impl ScalarUDFImpl for FastDateTrunc {
             ) => (NANOS, zone.clone()),
             _ => return self.inner.invoke_with_args(args),
         };
-        let (per_second, zone) = ticks;
-        let unit = Truncation {
+        let truncation = Truncation {
             unit: unit_seconds * per_second,
-            // Offsets change on the hour or the quarter hour: a day is constant over an hour.
+            // A day or an hour changes at most once within a UTC hour (a boundary, or a change
+            // of offset); an hour whose first and last instants disagree goes value by value.
             span: unit_seconds.min(3_600) * per_second,
             offset: fixed_offset(zone.as_deref()).map(|seconds| seconds * per_second),
         };
         if per_second == MICROS {
-            self.truncate::<TimestampMicrosecondType>(&args, &times, &unit)
+            self.truncate::<TimestampMicrosecondType>(&args, &times, &truncation)
         } else {
-            self.truncate::<TimestampNanosecondType>(&args, &times, &unit)
+            self.truncate::<TimestampNanosecondType>(&args, &times, &truncation)
         }
     }
 }
