@@ -56,10 +56,10 @@ use crate::table;
 
 /// Memory a write's sort holds before it spills a sorted run: two encoders at this and their
 /// open row groups keep a 10M-event import under 1 GB of RSS. Half of it is set aside for
-/// merging the rows held into a run (and, at the end, the runs): the merge keeps each row's sort
-/// key (the distinct id in it) in row format beside the rows. DataFusion's default, 10 MB, let a
-/// 10M-event import fail with the merge out of memory (81.6 MB at its peak, beside 124 MB of rows
-/// held); half leaves the merge of a half-size run room to spare.
+/// merging the rows held into a run (and, at the end, the runs): the merge holds a sorted copy of
+/// each batch and each row's sort key in row format. With DataFusion's default, 10 MB, and the
+/// importer's 65K-row batches, a 10M-event import failed with the merge out of memory (81.6 MB at
+/// its peak, beside 124 MB of rows held); rows now also come in pieces (`pieces`).
 const SORT_MEMORY: usize = 192 << 20;
 /// Batches waiting for the sort: it takes them as fast as it copies them.
 const INPUT_QUEUE: usize = 2;
