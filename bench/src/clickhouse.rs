@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::queries::{MATERIALIZED, QUERIES};
+use super::queries::{BenchQuery, MATERIALIZED};
 use super::query::WARMUP;
 use super::script::{Python, mib, run_script};
 
@@ -21,10 +21,11 @@ pub(super) async fn time_clickhouse(
     export: &Path,
     path: &Path,
     reuse: bool,
+    questions: &[&BenchQuery],
     runs: usize,
     python: &Python,
 ) -> anyhow::Result<Value> {
-    let queries: Vec<Value> = QUERIES
+    let queries: Vec<Value> = questions
         .iter()
         .map(|q| json!({"name": q.name, "sql": q.clickhouse.sql()}))
         .collect();

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::queries::QUERIES;
+use super::queries::BenchQuery;
 use super::query::WARMUP;
 use super::script::run_script;
 // The other benches reach the shared helpers through here.
@@ -13,10 +13,11 @@ pub(super) use super::script::{Python, same_numbers};
 
 pub(super) async fn time_duckdb(
     files: &[PathBuf],
+    questions: &[&BenchQuery],
     runs: usize,
     python: &Python,
 ) -> anyhow::Result<Value> {
-    let queries = QUERIES.iter().map(|q| (q.name, q.duckdb.to_owned()));
+    let queries = questions.iter().map(|q| (q.name, q.duckdb.to_owned()));
     time_duckdb_queries(files, queries.collect(), runs, python).await
 }
 

@@ -26,7 +26,7 @@ use super::duckdb::time_duckdb;
 use super::generator::{Generator, import};
 use super::import::write_export_until;
 use super::load::connect;
-use super::queries::QUERIES;
+use super::queries::{BenchQuery, QUERIES};
 use super::script::{Agreement, Python, mib, result_of};
 
 /// Untimed runs before the timed ones.
@@ -71,6 +71,27 @@ pub struct Args {
     /// Seconds of `POST /batch/` load per capture run in that measure.
     #[arg(long, default_value_t = 5)]
     capture_seconds: u64,
+    /// Only these questions (names as printed, comma-separated), on every engine: for profiling one.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+}
+
+/// The questions `--only` keeps (all of them when it is empty); an unknown name is an error.
+fn selected(only: &[String]) -> anyhow::Result<Vec<&'static BenchQuery>> {
+    if let Some(unknown) = only
+        .iter()
+        .find(|name| !QUERIES.iter().any(|q| q.name == *name))
+    {
+        let names: Vec<&str> = QUERIES.iter().map(|q| q.name).collect();
+        bail!(
+            "--only: no question {unknown}; the questions are {}",
+            names.join(", ")
+        );
+    }
+    Ok(QUERIES
+        .iter()
+        .filter(|q| only.is_empty() || only.contains(&q.name.to_owned()))
+        .collect())
 }
 
 /// A bench's data: its folder (`--data-dir`, else a temporary one that `_temporary` keeps until
@@ -122,6 +143,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.events == 0 {
         bail!("--events must be at least 1");
     }
+    let questions = selected(&args.only)?;
     let BenchData {
         _temporary,
         dir,
@@ -163,13 +185,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     let files = table_files(&state, project).await?;
     print_shredding(&state, project, &files).await?;
-    let unshredded = time_ours(&with_shredding(&state, false), project, &key, args.runs).await?;
-    let ours = time_ours(&state, project, &key, args.runs).await?;
+    let unshredded = time_ours(
+        &with_shredding(&state, false),
+        project,
+        &key,
+        &questions,
+        args.runs,
+    )
+    .await?;
+    let ours = time_ours(&state, project, &key, &questions, args.runs).await?;
     let query_peak = local::import::peak_rss_bytes();
     let duckdb = if args.skip_duckdb {
         None
     } else {
-        match time_duckdb(&files, args.runs, &args.python).await {
+        match time_duckdb(&files, &questions, args.runs, &args.python).await {
             Ok(report) => Some(report),
             Err(error) => {
                 eprintln!("duckdb side skipped: {error:#}");
@@ -187,7 +216,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None
     } else {
         let path = dir.join("chdb");
-        match time_clickhouse(&export, &path, loaded, args.runs, &args.python).await {
+        match time_clickhouse(&export, &path, loaded, &questions, args.runs, &args.python).await {
             Ok(report) => {
                 clickhouse::print_load(&report);
                 Some(report)
@@ -198,7 +227,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     };
-    print_table(&unshredded, &ours, clickhouse.as_ref(), duckdb.as_ref());
+    print_table(
+        &questions,
+        &unshredded,
+        &ours,
+        clickhouse.as_ref(),
+        duckdb.as_ref(),
+    );
 
     if reset {
         println!(
@@ -417,13 +452,14 @@ async fn time_ours(
     state: &AppState,
     project: i64,
     key: &str,
+    questions: &[&BenchQuery],
     runs: usize,
 ) -> anyhow::Result<Vec<Timing>> {
     let address = serve(state.clone()).await?;
     let mut sender = connect(address).await?;
     let path = format!("/api/projects/{project}/query/");
     let mut timings = Vec::new();
-    for query in QUERIES {
+    for query in questions {
         let body = Bytes::from(query.ours.request().to_string());
         let mut best = f64::INFINITY;
         let (mut plan_ms, mut execute_ms) = (f64::NAN, f64::NAN);
@@ -537,6 +573,7 @@ impl Beside {
 }
 
 fn print_table(
+    questions: &[&BenchQuery],
     unshredded: &[Timing],
     ours: &[Timing],
     clickhouse: Option<&Value>,
@@ -547,7 +584,7 @@ fn print_table(
         "{:<27} {:>4} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}  same numbers (clickhouse, duckdb, json)",
         "query", "rows", "plan", "exec", "json ms", "ours ms", "ch ms", "duck ms", "/ch", "/duck"
     );
-    for ((timing, json), query) in ours.iter().zip(unshredded).zip(QUERIES) {
+    for ((timing, json), query) in ours.iter().zip(unshredded).zip(questions) {
         let json_ms = match &json.error {
             Some(_) => "error".to_owned(),
             None => format!("{:.1}", json.best_ms),
