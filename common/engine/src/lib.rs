@@ -32,6 +32,7 @@ mod rewrite;
 mod row_generators;
 mod session;
 pub(crate) mod shredded;
+mod single_phase;
 pub(crate) mod tables;
 mod template;
 mod top_level;

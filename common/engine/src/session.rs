@@ -22,7 +22,7 @@ use crate::error::classify;
 use crate::progress::{self, Progress};
 use crate::{
     Prepared, QueryError, clickhouse_defaults, date_trunc, day_bounds, dense_groups, event_names,
-    funnel, plain_scan, results, shredded, tables, typing, udfs, uniq,
+    funnel, plain_scan, results, shredded, single_phase, tables, typing, udfs, uniq,
 };
 
 /// Bytes of Parquet footers (with their page indexes) kept between queries.
@@ -98,7 +98,8 @@ pub async fn open_session(
         .with_runtime_env(runtime)
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(plain_scan::PlainDeltaScans))
-        .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups));
+        .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups))
+        .with_physical_optimizer_rule(Arc::new(single_phase::SinglePhaseFunnels));
     if prepared.clickhouse_defaults {
         builder = builder.with_analyzer_rule(Arc::new(clickhouse_defaults::ClickHouseDefaults));
     }
