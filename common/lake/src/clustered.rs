@@ -4,10 +4,14 @@
 //! holding a contiguous run of events, so a filter on the event (or a person's events) skips
 //! whole row groups by their statistics, and pages within them by the page index.
 //!
-//! The sort is DataFusion's external sort: rows are taken as they come, in any order; past
-//! `SORT_MEMORY` the rows held are sorted and spilled to disk as a run (LZ4-compressed Arrow),
-//! and at `close` the runs are merged into one stream in order, cut into days and encoded. A
-//! write's memory stays bounded however many rows it takes and however they are ordered.
+//! Rows are first held by day: while the input comes a day at a time (an export, capture's log:
+//! time order), a day is complete once a later one has arrived, and is then sorted in memory and
+//! written (`day_sort`). The first row for a day already written, or one day outgrowing
+//! `DAY_MEMORY`, shows the input is not in that order: from then on every row, those held
+//! included, goes through DataFusion's external sort. Past `SORT_MEMORY` it sorts the rows it
+//! holds and spills them to disk as a run (LZ4-compressed Arrow), and at `close` merges the runs
+//! into one stream in order, cut into days and encoded. A write's memory stays bounded however
+//! many rows it takes and however they are ordered.
 
 use std::collections::{HashMap, HashSet};
 use std::num::{NonZeroU64, NonZeroUsize};
@@ -52,6 +56,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use crate::day_sort::{self, Days, SortedDay};
 use crate::table;
 
 /// Memory a write's sort holds before it spills a sorted run: two encoders at this and their
@@ -61,8 +66,20 @@ use crate::table;
 /// importer's 65K-row batches, a 10M-event import failed with the merge out of memory (81.6 MB at
 /// its peak, beside 124 MB of rows held); rows now also come in pieces (`pieces`).
 const SORT_MEMORY: usize = 192 << 20;
-/// Batches waiting for the sort: it takes them as fast as it copies them.
+/// Batches waiting for the sort (or the encoder): it takes them as fast as it copies them.
 const INPUT_QUEUE: usize = 2;
+/// Rows held by day at most: past it, with one day held, that day goes to the external sort.
+const DAY_MEMORY: usize = 384 << 20;
+/// Past this much held, the earliest day is written once a later one has arrived: in a
+/// time-ordered input it is complete, and holding it longer only costs memory.
+const DAY_CLOSE_BYTES: usize = 64 << 20;
+
+/// How much a writer holds by day (see `DAY_MEMORY` and `DAY_CLOSE_BYTES`).
+#[derive(Debug, Clone, Copy)]
+struct DayMemory {
+    close_after: usize,
+    at_most: usize,
+}
 /// Rows per batch out of the merge: what the Parquet writer takes at a time.
 const OUTPUT_BATCH_ROWS: usize = 8 * 1024;
 /// Files roll over at about this size.
@@ -95,12 +112,23 @@ pub struct ClusteredWriter {
     config: WriterConfig,
     existing: Option<Arc<ExistingUuids>>,
     spill: SpillCompression,
-    /// Started by the first batch, whose schema the sort takes.
-    sort: Option<RunningSort>,
+    /// The first batch's: every batch is read as it.
+    schema: Option<SchemaRef>,
+    /// Rows held by day, while the input comes a day at a time.
+    held: Days,
+    /// False once a row showed the input is not in day order: every row then goes to `sort`.
+    holding: bool,
+    /// The last day written from memory.
+    written_through: Option<i32>,
+    day_memory: DayMemory,
+    /// The days sorted in memory, being encoded.
+    days: Option<RunningWrite>,
+    /// The external sort, started by the first row it gets.
+    sort: Option<RunningWrite>,
 }
 
-struct RunningSort {
-    schema: SchemaRef,
+/// A task encoding the rows it is sent, in order, into day files.
+struct RunningWrite {
     batches: mpsc::Sender<Result<RecordBatch, DataFusionError>>,
     done: JoinHandle<DeltaResult<Written>>,
 }
@@ -137,6 +165,15 @@ impl ClusteredWriter {
             existing: None,
             // Compaction runs in a Lambda too, whose /tmp is small.
             spill: SpillCompression::Lz4Frame,
+            schema: None,
+            held: Days::default(),
+            holding: true,
+            written_through: None,
+            day_memory: DayMemory {
+                close_after: DAY_CLOSE_BYTES,
+                at_most: DAY_MEMORY,
+            },
+            days: None,
             sort: None,
         })
     }
@@ -161,9 +198,93 @@ impl ClusteredWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        let schema = self.schema.get_or_insert_with(|| batch.schema()).clone();
+        // Batches of one write share their columns; a schema that differs only in its fields'
+        // flags or metadata is read as the first one's.
+        let batch = if batch.schema() == schema {
+            batch.clone()
+        } else {
+            RecordBatch::try_new(schema, batch.columns().to_vec())?
+        };
+        if !self.holding {
+            return self.send_to_sort(&batch).await;
+        }
+        let days = day_sort::by_day(&batch, table::PARTITION_COLUMN)?;
+        let earliest = days.first().map(|(day, _)| *day);
+        if earliest.is_some_and(|day| self.written_through.is_some_and(|done| day <= done)) {
+            // A row for a day already written: the input is not in day order.
+            self.stop_holding().await?;
+            return self.send_to_sort(&batch).await;
+        }
+        for (day, rows) in days {
+            self.held.add(day, rows);
+        }
+        while self.held.len() > 1 && self.held.bytes() > self.day_memory.close_after {
+            self.write_first_day().await?;
+        }
+        if self.held.bytes() > self.day_memory.at_most {
+            // One day larger than the memory for it.
+            self.stop_holding().await?;
+        }
+        Ok(())
+    }
+
+    /// Sorts, cuts into days and writes every row taken; the files written, as `add` actions.
+    pub async fn close(mut self) -> DeltaResult<Written> {
+        while self.held.len() > 0 {
+            self.write_first_day().await?;
+        }
+        let mut written = Written::default();
+        for running in [self.days.take(), self.sort.take()].into_iter().flatten() {
+            let more = running.finish().await?;
+            written.adds.extend(more.adds);
+            written.skipped += more.skipped;
+        }
+        Ok(written)
+    }
+
+    /// Sorts the earliest day held in memory and sends it to be encoded.
+    async fn write_first_day(&mut self) -> DeltaResult<()> {
+        let (Some(schema), Some((day, rows))) = (self.schema.clone(), self.held.pop_first()) else {
+            return Ok(());
+        };
+        let keys: Vec<usize> = sort_columns(&schema)
+            .into_iter()
+            .filter(|name| *name != table::PARTITION_COLUMN)
+            .map(|name| schema.index_of(name))
+            .collect::<Result<_, _>>()?;
+        let sorted = SortedDay::new(&schema, &keys, rows)?;
+        if self.days.is_none() {
+            self.days = Some(RunningWrite::in_order(
+                &schema,
+                self.store.clone(),
+                self.config.clone(),
+                self.existing.clone(),
+            ));
+        }
+        if let Some(days) = &self.days {
+            for piece in sorted.pieces(OUTPUT_BATCH_ROWS) {
+                days.send(piece?).await?;
+            }
+        }
+        self.written_through = Some(day);
+        Ok(())
+    }
+
+    /// Every row held, and every row after, goes through the external sort.
+    async fn stop_holding(&mut self) -> DeltaResult<()> {
+        self.holding = false;
+        let held: Vec<RecordBatch> = self.held.drain().flat_map(|(_, rows)| rows).collect();
+        for rows in held {
+            self.send_to_sort(&rows).await?;
+        }
+        Ok(())
+    }
+
+    async fn send_to_sort(&mut self, batch: &RecordBatch) -> DeltaResult<()> {
         let sort = match &mut self.sort {
             Some(sort) => sort,
-            None => self.sort.insert(RunningSort::start(
+            None => self.sort.insert(RunningWrite::sorting(
                 batch.schema(),
                 self.store.clone(),
                 self.config.clone(),
@@ -171,36 +292,16 @@ impl ClusteredWriter {
                 self.spill,
             )?),
         };
-        // Batches of one write share their columns; a schema that differs only in its fields'
-        // flags or metadata is read as the first one's.
-        let batch = if batch.schema() == sort.schema {
-            batch.clone()
-        } else {
-            RecordBatch::try_new(sort.schema.clone(), batch.columns().to_vec())?
-        };
-        for piece in pieces(&batch)? {
-            if sort.batches.send(Ok(piece)).await.is_err() {
-                // The sort stopped on an error: finishing it tells which.
-                if let Some(sort) = self.sort.take() {
-                    sort.finish().await?;
-                }
-                return Err(DeltaTableError::generic("the sort stopped"));
-            }
+        for piece in pieces(batch)? {
+            sort.send(piece).await?;
         }
         Ok(())
     }
-
-    /// Sorts, cuts into days and writes every row taken; the files written, as `add` actions.
-    pub async fn close(self) -> DeltaResult<Written> {
-        match self.sort {
-            Some(sort) => sort.finish().await,
-            None => Ok(Written::default()),
-        }
-    }
 }
 
-impl RunningSort {
-    fn start(
+impl RunningWrite {
+    /// Sorts what it is sent (in `SORT_MEMORY`, spilling past it), then encodes it.
+    fn sorting(
         schema: SchemaRef,
         store: ObjectStoreRef,
         config: WriterConfig,
@@ -210,11 +311,30 @@ impl RunningSort {
         let (batches, receiver) = mpsc::channel(INPUT_QUEUE);
         let sorted = sorted_stream(&schema, receiver, spill, SORT_MEMORY)?;
         let done = tokio::spawn(write_days(sorted, store, config, existing));
-        Ok(Self {
-            schema,
-            batches,
-            done,
-        })
+        Ok(Self { batches, done })
+    }
+
+    /// Encodes what it is sent, already in order.
+    fn in_order(
+        schema: &SchemaRef,
+        store: ObjectStoreRef,
+        config: WriterConfig,
+        existing: Option<Arc<ExistingUuids>>,
+    ) -> Self {
+        let (batches, receiver) = mpsc::channel(INPUT_QUEUE);
+        let rows = channel_stream(schema, receiver);
+        let done = tokio::spawn(write_days(rows, store, config, existing));
+        Self { batches, done }
+    }
+
+    async fn send(&self, batch: RecordBatch) -> DeltaResult<()> {
+        if self.batches.send(Ok(batch)).await.is_err() {
+            // The task stopped on an error: finishing it (at close) tells which.
+            return Err(DeltaTableError::generic(
+                "the sort or encoder of a write stopped",
+            ));
+        }
+        Ok(())
     }
 
     async fn finish(self) -> DeltaResult<Written> {
@@ -225,11 +345,19 @@ impl RunningSort {
     }
 }
 
-/// The sort's expressions: `SORT_COLUMNS` as `schema` has them, ascending.
-fn sort_order(schema: &Schema) -> DeltaResult<Vec<PhysicalSortExpr>> {
+/// The columns rows are sorted by (`SORT_COLUMNS` as `schema` has them), most significant first.
+fn sort_columns(schema: &Schema) -> Vec<&'static str> {
     SORT_COLUMNS
         .iter()
         .filter_map(|choices| choices.iter().find(|name| schema.index_of(name).is_ok()))
+        .copied()
+        .collect()
+}
+
+/// The sort's expressions: `SORT_COLUMNS` as `schema` has them, ascending.
+fn sort_order(schema: &Schema) -> DeltaResult<Vec<PhysicalSortExpr>> {
+    sort_columns(schema)
+        .into_iter()
         .map(|name| {
             let column = col(name, schema).map_err(sort_error)?;
             Ok(PhysicalSortExpr::new(column, SortOptions::default()))
@@ -319,14 +447,26 @@ impl PartitionStream for ChannelSource {
     }
 
     fn execute(&self, _: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let receiver = self.receiver.lock().ok().and_then(|mut held| held.take());
-        let batches = futures::stream::unfold(receiver, |receiver| async move {
-            let mut receiver = receiver?;
-            let batch = receiver.recv().await?;
-            Some((batch, Some(receiver)))
-        });
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), batches))
+        match self.receiver.lock().ok().and_then(|mut held| held.take()) {
+            Some(receiver) => channel_stream(&self.schema, receiver),
+            None => Box::pin(RecordBatchStreamAdapter::new(
+                self.schema.clone(),
+                futures::stream::empty(),
+            )),
+        }
     }
+}
+
+/// The batches `receiver` gives, as a stream.
+fn channel_stream(
+    schema: &SchemaRef,
+    receiver: mpsc::Receiver<Result<RecordBatch, DataFusionError>>,
+) -> SendableRecordBatchStream {
+    let batches = futures::stream::unfold(receiver, |mut receiver| async move {
+        let batch = receiver.recv().await?;
+        Some((batch, receiver))
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema.clone(), batches))
 }
 
 /// The day being written: its file, and the uuids it already held.
@@ -485,7 +625,9 @@ fn split_by_day(batch: &RecordBatch) -> DeltaResult<Vec<(i32, RecordBatch)>> {
 
 #[cfg(test)]
 mod tests {
-    use deltalake_core::arrow::array::{Date32Array, Int64Array, StringArray};
+    use deltalake_core::arrow::array::{
+        ArrayRef, Date32Array, Int64Array, StringArray, new_null_array,
+    };
     use deltalake_core::arrow::datatypes::{DataType, Field, Int64Type};
 
     use super::*;
@@ -571,6 +713,203 @@ mod tests {
             keys.windows(2).all(|pair| pair[0] <= pair[1]),
             "rows in order"
         );
+    }
+
+    /// A test row: day, event, distinct id, microseconds into the day.
+    type Row<'a> = (i32, &'a str, &'a str, i64);
+
+    /// Events table rows, one per `rows`.
+    fn events(rows: &[Row]) -> RecordBatch {
+        use deltalake_core::arrow::array::{Date32Array, TimestampMicrosecondArray};
+        let schema = lake_core::table::arrow_schema();
+        let micros = |&(day, _, _, at): &Row| day as i64 * 86_400_000_000 + at;
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|field| -> ArrayRef {
+                let text = |pick: &dyn Fn(&Row) -> String| {
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(pick))) as ArrayRef
+                };
+                match field.name().as_str() {
+                    "date" => Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| r.0))),
+                    "timestamp" | "created_at" => Arc::new(
+                        TimestampMicrosecondArray::from_iter_values(rows.iter().map(micros))
+                            .with_timezone("UTC"),
+                    ),
+                    "uuid" => {
+                        text(&|r| Uuid::from_u64_pair(r.0 as u64, micros(r) as u64).to_string())
+                    }
+                    "event" => text(&|r| r.1.to_owned()),
+                    "distinct_id" => text(&|r| r.2.to_owned()),
+                    "properties" => text(&|_| "{}".to_owned()),
+                    _ => new_null_array(field.data_type(), rows.len()),
+                }
+            })
+            .collect();
+        RecordBatch::try_new(schema, columns).unwrap()
+    }
+
+    /// Writes `batches` into a fresh table through a writer with `memory`; per file written,
+    /// its day and its rows as (event, distinct id, microseconds into the day), in file order;
+    /// and whether the external sort ran.
+    async fn write_all(
+        batches: &[RecordBatch],
+        memory: Option<DayMemory>,
+    ) -> (Vec<(i32, Vec<(String, String, i64)>)>, bool) {
+        use deltalake_core::arrow::array::TimestampMicrosecondArray;
+        use deltalake_core::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        use object_store::ObjectStoreExt;
+        let test = common::testing::TestState::embedded().await;
+        let table = table::open_or_create(&test.state, 1).await.unwrap();
+        let mut writer = ClusteredWriter::for_table(&table).unwrap();
+        if let Some(memory) = memory {
+            writer.day_memory = memory;
+        }
+        for batch in batches {
+            writer.write(batch).await.unwrap();
+        }
+        let sorted = writer.sort.is_some();
+        let written = writer.close().await.unwrap();
+        let mut files = Vec::new();
+        for add in &written.adds {
+            let path = object_store::path::Path::from(add.path.as_str());
+            let bytes = table
+                .object_store()
+                .get(&path)
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+                .unwrap()
+                .build()
+                .unwrap();
+            let mut rows = Vec::new();
+            let mut day = None;
+            for batch in reader {
+                let batch = batch.unwrap();
+                let column =
+                    |name: &str| batch.column(batch.schema().index_of(name).unwrap()).clone();
+                let (events, ids) = (column("event"), column("distinct_id"));
+                let times = column("timestamp");
+                let times = times
+                    .as_any()
+                    .downcast_ref::<TimestampMicrosecondArray>()
+                    .unwrap();
+                for row in 0..batch.num_rows() {
+                    let micros = times.value(row);
+                    day = Some(micros.div_euclid(86_400_000_000) as i32);
+                    rows.push((
+                        events.as_string::<i32>().value(row).to_owned(),
+                        ids.as_string::<i32>().value(row).to_owned(),
+                        micros.rem_euclid(86_400_000_000),
+                    ));
+                }
+            }
+            files.push((day.unwrap(), rows));
+        }
+        files.sort_by_key(|(day, _)| *day);
+        (files, sorted)
+    }
+
+    fn in_order(rows: &[(String, String, i64)]) -> bool {
+        rows.windows(2).all(|pair| pair[0] <= pair[1])
+    }
+
+    /// Rows of `day`, in an order that is not the sort's.
+    fn shuffled_day(day: i32, count: i64) -> Vec<Row<'static>> {
+        let ids = ["carol", "alice", "bob"];
+        let names = ["$pageview", "purchase"];
+        (0..count)
+            .map(|i| {
+                let n = (i * 7919) % count;
+                (
+                    day,
+                    names[(n % 2) as usize],
+                    ids[(n % 3) as usize],
+                    count - n,
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_time_ordered_input_is_sorted_a_day_at_a_time_in_memory() {
+        let batches: Vec<RecordBatch> = [10, 11, 12]
+            .iter()
+            .flat_map(|&day| {
+                let rows = shuffled_day(day, 40);
+                [events(&rows[..25]), events(&rows[25..])]
+            })
+            .collect();
+        let (files, sorted) = write_all(
+            &batches,
+            Some(DayMemory {
+                close_after: 0,
+                at_most: 1 << 30,
+            }),
+        )
+        .await;
+        assert!(!sorted, "no external sort");
+        let days: Vec<i32> = files.iter().map(|(day, _)| *day).collect();
+        assert_eq!(days, [10, 11, 12], "a file per day");
+        for (day, rows) in &files {
+            assert_eq!(rows.len(), 40, "day {day}");
+            assert!(in_order(rows), "day {day}: {rows:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn rows_out_of_day_order_go_through_the_external_sort_and_none_is_lost() {
+        let (first, second) = (shuffled_day(10, 30), shuffled_day(11, 30));
+        let batches = [
+            events(&first[..10]),
+            events(&second[..10]),
+            // Day 10 was written when day 11 came: these rows show the input is not in order.
+            events(&first[10..]),
+            events(&second[10..]),
+            events(&shuffled_day(12, 5)),
+        ];
+        let (files, sorted) = write_all(
+            &batches,
+            Some(DayMemory {
+                close_after: 0,
+                at_most: 1 << 30,
+            }),
+        )
+        .await;
+        assert!(sorted);
+        let per_day = |day: i32| -> usize {
+            files
+                .iter()
+                .filter(|(d, _)| *d == day)
+                .map(|(_, rows)| rows.len())
+                .sum()
+        };
+        assert_eq!((per_day(10), per_day(11), per_day(12)), (30, 30, 5));
+        // Day 10: its first rows from memory, the rest from the sort.
+        assert_eq!(files.iter().filter(|(d, _)| *d == 10).count(), 2);
+        assert_eq!(files.len(), 4);
+        assert!(files.iter().all(|(_, rows)| in_order(rows)));
+    }
+
+    #[tokio::test]
+    async fn a_day_larger_than_its_memory_goes_through_the_external_sort() {
+        let rows = shuffled_day(10, 50);
+        let batches = [events(&rows[..20]), events(&rows[20..])];
+        let (files, sorted) = write_all(
+            &batches,
+            Some(DayMemory {
+                close_after: 0,
+                at_most: 1,
+            }),
+        )
+        .await;
+        assert!(sorted);
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].1.len(), 50);
+        assert!(in_order(&files[0].1));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod backfill;
 pub mod clustered;
 pub mod committer;
 pub mod compaction;
+mod day_sort;
 pub mod dedupe;
 pub mod group_types;
 pub mod import;
