@@ -151,11 +151,7 @@ impl AggregateUDFImpl for AggregateFunnel {
         &self,
         args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(FunnelGroups {
-            params: params(&args)?,
-            groups: Vec::new(),
-            events: 0,
-        }))
+        Ok(Box::new(FunnelGroups::new(params(&args)?)))
     }
 }
 
@@ -333,7 +329,7 @@ where
     ))]
 }
 
-fn results<'a>(params: Params, groups: impl Iterator<Item = &'a mut Vec<Event>>) -> ListArray {
+fn results<'a>(params: Params, groups: impl Iterator<Item = &'a mut [Event]>) -> ListArray {
     let mut out = ListBuilder::new(Float64Builder::new()).with_field(item_field());
     for events in groups {
         match evaluate(events, params) {
@@ -353,18 +349,97 @@ fn results<'a>(params: Params, groups: impl Iterator<Item = &'a mut Vec<Event>>)
 
 const EVENT_BYTES: usize = std::mem::size_of::<Event>();
 
+/// Every event taken, in arrival order, with its group's index; grouped by a counting sort when
+/// emitted. (A vector per group, grown event by event, each push into another group's buffer,
+/// was the funnel's largest cost in `perf`, with the allocator's.)
 struct FunnelGroups {
     params: Params,
-    groups: Vec<Vec<Event>>,
-    /// Events held, for `size`.
-    events: usize,
+    /// Groups known (`total_num_groups`).
+    groups: usize,
+    owners: Vec<u32>,
+    events: Vec<Event>,
+}
+
+/// Events by group: group `g`'s are `events[offsets[g]..offsets[g + 1]]`.
+struct Grouped {
+    offsets: Vec<usize>,
+    events: Vec<Event>,
+}
+
+impl Grouped {
+    fn slices(&mut self) -> impl ExactSizeIterator<Item = &mut [Event]> {
+        let mut rest: &mut [Event] = &mut self.events;
+        self.offsets.windows(2).map(move |bounds| {
+            let (group, after) = std::mem::take(&mut rest).split_at_mut(bounds[1] - bounds[0]);
+            rest = after;
+            group
+        })
+    }
 }
 
 impl FunnelGroups {
-    fn take(&mut self, emit_to: EmitTo) -> Vec<Vec<Event>> {
-        let taken = emit_to.take_needed(&mut self.groups);
-        self.events -= taken.iter().map(Vec::len).sum::<usize>();
-        taken
+    fn new(params: Params) -> Self {
+        Self {
+            params,
+            groups: 0,
+            owners: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn know(&mut self, total_num_groups: usize) -> Result<()> {
+        if total_num_groups > u32::MAX as usize {
+            return exec_err!("aggregateFunnel: more than {} actors", u32::MAX);
+        }
+        self.groups = self.groups.max(total_num_groups);
+        Ok(())
+    }
+
+    fn push(&mut self, group: usize, event: Event) {
+        self.owners.push(group as u32);
+        self.events.push(event);
+    }
+
+    /// The events of the groups `emit_to` names, grouped; the later groups' stay, renumbered.
+    fn take(&mut self, emit_to: EmitTo) -> Grouped {
+        let emitted = match emit_to {
+            EmitTo::All => self.groups,
+            EmitTo::First(n) => n.min(self.groups),
+        };
+        let mut offsets = vec![0usize; emitted + 1];
+        for &owner in &self.owners {
+            if let Some(count) = offsets.get_mut(owner as usize + 1) {
+                *count += 1;
+            }
+        }
+        for group in 0..emitted {
+            offsets[group + 1] += offsets[group];
+        }
+        let placeholder = Event {
+            micros: 0,
+            steps: 0,
+            exclusions: 0,
+        };
+        let mut grouped = vec![placeholder; offsets[emitted]];
+        let mut next = offsets[..emitted].to_vec();
+        let (owners, events) = (
+            std::mem::take(&mut self.owners),
+            std::mem::take(&mut self.events),
+        );
+        for (owner, event) in owners.into_iter().zip(events) {
+            let owner = owner as usize;
+            if owner < emitted {
+                grouped[next[owner]] = event;
+                next[owner] += 1;
+            } else {
+                self.push(owner - emitted, event);
+            }
+        }
+        self.groups -= emitted;
+        Grouped {
+            offsets,
+            events: grouped,
+        }
     }
 }
 
@@ -376,14 +451,13 @@ impl GroupsAccumulator for FunnelGroups {
         opt_filter: Option<&BooleanArray>,
         total_num_groups: usize,
     ) -> Result<()> {
-        self.groups.resize_with(total_num_groups, Vec::new);
+        self.know(total_num_groups)?;
         let columns = Columns::new(values)?;
         for (row, &group) in group_indices.iter().enumerate() {
             if passes(opt_filter, row)
                 && let Some(event) = columns.event(row, self.params.order)
             {
-                self.groups[group].push(event);
-                self.events += 1;
+                self.push(group, event);
             }
         }
         Ok(())
@@ -391,12 +465,12 @@ impl GroupsAccumulator for FunnelGroups {
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let mut taken = self.take(emit_to);
-        Ok(Arc::new(results(self.params, taken.iter_mut())))
+        Ok(Arc::new(results(self.params, taken.slices())))
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        let taken = self.take(emit_to);
-        Ok(state_arrays(taken.iter()))
+        let mut taken = self.take(emit_to);
+        Ok(state_arrays(taken.slices().map(|events| &*events)))
     }
 
     fn merge_batch(
@@ -405,13 +479,12 @@ impl GroupsAccumulator for FunnelGroups {
         group_indices: &[usize],
         total_num_groups: usize,
     ) -> Result<()> {
-        self.groups.resize_with(total_num_groups, Vec::new);
+        self.know(total_num_groups)?;
         let states = StateRows::new(values)?;
         for (row, &group) in group_indices.iter().enumerate() {
-            let events = &mut self.groups[group];
-            let before = events.len();
-            events.extend(states.events(row));
-            self.events += events.len() - before;
+            for event in states.events(row) {
+                self.push(group, event);
+            }
         }
         Ok(())
     }
@@ -433,7 +506,7 @@ impl GroupsAccumulator for FunnelGroups {
     }
 
     fn size(&self) -> usize {
-        self.events * EVENT_BYTES + self.groups.capacity() * std::mem::size_of::<Vec<Event>>()
+        self.owners.capacity() * std::mem::size_of::<u32>() + self.events.capacity() * EVENT_BYTES
     }
 }
 
@@ -456,7 +529,7 @@ impl Accumulator for FunnelAccumulator {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let list = results(self.params, std::iter::once(&mut self.events));
+        let list = results(self.params, std::iter::once(self.events.as_mut_slice()));
         Ok(ScalarValue::List(Arc::new(list)))
     }
 
@@ -509,7 +582,9 @@ fn bits(mask: u64) -> impl Iterator<Item = usize> {
 pub fn evaluate(events: &mut [Event], params: Params) -> Option<Outcome> {
     let steps = params.steps.clamp(1, MAX_STEPS);
     let relevant = (1u64 << steps) - 1;
-    events.sort_unstable_by_key(|event| {
+    // Stable: its merge finds the runs already in order (a person's events come a day, and an
+    // event name, at a time).
+    events.sort_by_key(|event| {
         let matched = event.steps & relevant;
         (
             event.micros,
