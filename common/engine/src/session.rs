@@ -72,8 +72,9 @@ pub async fn open_session(
         .set_str("datafusion.execution.time_zone", zone.name());
     if prepared.sql.contains(funnel::NAME) {
         // A funnel's partial aggregation reduces nothing (its state is every event it was
-        // given) and held a second copy of them all: after its first batch, rows go straight
-        // to the final aggregation.
+        // given) and held a second copy of them all. `single_phase` removes that phase; where
+        // its rule does not apply, rows go straight to the final aggregation after the first
+        // batch.
         let execution = &mut config.options_mut().execution;
         execution.skip_partial_aggregation_probe_ratio_threshold = 0.0;
         execution.skip_partial_aggregation_probe_rows_threshold = 0;
