@@ -70,8 +70,10 @@ const SORT_MEMORY: usize = 192 << 20;
 /// Batches waiting for the sort (or the encoder): it takes them as fast as it copies them.
 const INPUT_QUEUE: usize = 2;
 /// Rows held by day at most: past it, with one day held, the rows held of that day are written
-/// as a sorted segment of its file (a day of 333K events is about 330 MB of Arrow).
-const DAY_MEMORY: usize = 192 << 20;
+/// as a sorted segment of its file (a day of 333K events is about 330 MB of Arrow; the
+/// importer's batches are 65K rows, about 65 MB). With two encoders each holding up to this
+/// and a batch more, a 10M-event import peaked at 1,075 MiB with 192 MB here.
+const DAY_MEMORY: usize = 128 << 20;
 /// Past this much held, the earliest day is written once a later one has arrived: in a
 /// time-ordered input it is complete, and holding it longer only costs memory.
 const DAY_CLOSE_BYTES: usize = 64 << 20;
