@@ -827,6 +827,12 @@ mod tests {
         (files, sorted)
     }
 
+    /// A day is written as soon as a later one arrives, and any day fits.
+    const EAGER: DayMemory = DayMemory {
+        close_after: 0,
+        at_most: 1 << 30,
+    };
+
     fn in_order(rows: &[(String, String, i64)]) -> bool {
         rows.windows(2).all(|pair| pair[0] <= pair[1])
     }
@@ -857,14 +863,7 @@ mod tests {
                 [events(&rows[..25]), events(&rows[25..])]
             })
             .collect();
-        let (files, sorted) = write_all(
-            &batches,
-            Some(DayMemory {
-                close_after: 0,
-                at_most: 1 << 30,
-            }),
-        )
-        .await;
+        let (files, sorted) = write_all(&batches, Some(EAGER)).await;
         assert!(!sorted, "no external sort");
         let days: Vec<i32> = files.iter().map(|(day, _)| *day).collect();
         assert_eq!(days, [10, 11, 12], "a file per day");
@@ -885,14 +884,7 @@ mod tests {
             events(&second[10..]),
             events(&shuffled_day(12, 5)),
         ];
-        let (files, sorted) = write_all(
-            &batches,
-            Some(DayMemory {
-                close_after: 0,
-                at_most: 1 << 30,
-            }),
-        )
-        .await;
+        let (files, sorted) = write_all(&batches, Some(EAGER)).await;
         assert!(sorted);
         let per_day = |day: i32| -> usize {
             files
