@@ -8,9 +8,9 @@
 //! time order), a day is complete once a later one has arrived, and is then sorted in memory and
 //! written (`day_sort`). The first row for a day already written, or one day outgrowing
 //! `DAY_MEMORY`, shows the input is not in that order or too large for it: from then on every
-//! row, those held included, goes through DataFusion's external sort. Past `SORT_MEMORY` it sorts the rows it
-//! holds and spills them to disk as a run (LZ4-compressed Arrow), and at `close` merges the runs
-//! into one stream in order, cut into days and encoded. A write's memory stays bounded however
+//! row, those held included, goes through DataFusion's external sort. Past `SORT_MEMORY` it
+//! sorts the rows it holds and spills them to disk as a run (LZ4-compressed Arrow), and at
+//! `close` merges the runs into one stream in order, cut into days and encoded. A write's memory stays bounded however
 //! many rows it takes and however they are ordered.
 
 use std::collections::{HashMap, HashSet};
@@ -270,9 +270,14 @@ impl ClusteredWriter {
                 self.existing.clone(),
             ));
         }
-        if let Some(days) = &self.days {
-            for piece in sorted.pieces(OUTPUT_BATCH_ROWS) {
-                days.send(piece?).await?;
+        for piece in sorted.pieces(OUTPUT_BATCH_ROWS) {
+            let piece = piece?;
+            let sent = match &self.days {
+                Some(days) => days.send(piece).await,
+                None => false,
+            };
+            if !sent {
+                return Err(RunningWrite::stopped(self.days.take()).await);
             }
         }
         self.written_through = Some(day);
@@ -307,7 +312,9 @@ impl ClusteredWriter {
             )?),
         };
         for piece in pieces(batch)? {
-            sort.send(piece).await?;
+            if !sort.send(piece).await {
+                return Err(RunningWrite::stopped(self.sort.take()).await);
+            }
         }
         Ok(())
     }
@@ -341,14 +348,20 @@ impl RunningWrite {
         Self { batches, done }
     }
 
-    async fn send(&self, batch: RecordBatch) -> DeltaResult<()> {
-        if self.batches.send(Ok(batch)).await.is_err() {
-            // The task stopped on an error: finishing it (at close) tells which.
-            return Err(DeltaTableError::generic(
-                "the sort or encoder of a write stopped",
-            ));
+    /// False when the task has stopped (on an error: [`RunningWrite::stopped`] tells which).
+    async fn send(&self, batch: RecordBatch) -> bool {
+        self.batches.send(Ok(batch)).await.is_ok()
+    }
+
+    /// The error a task that took no more rows stopped on.
+    async fn stopped(running: Option<Self>) -> DeltaTableError {
+        match running.map(Self::finish) {
+            Some(finished) => match finished.await {
+                Err(error) => error,
+                Ok(_) => DeltaTableError::generic("the sort or encoder of a write stopped early"),
+            },
+            None => DeltaTableError::generic("the sort or encoder of a write stopped early"),
         }
-        Ok(())
     }
 
     async fn finish(self) -> DeltaResult<Written> {
