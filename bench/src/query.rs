@@ -90,7 +90,7 @@ fn selected(only: &[String]) -> anyhow::Result<Vec<&'static BenchQuery>> {
     }
     Ok(QUERIES
         .iter()
-        .filter(|q| only.is_empty() || only.contains(&q.name.to_owned()))
+        .filter(|q| only.is_empty() || only.iter().any(|name| name == q.name))
         .collect())
 }
 

@@ -10,8 +10,8 @@
 //! `DAY_MEMORY`, shows the input is not in that order or too large for it: from then on every
 //! row, those held included, goes through DataFusion's external sort. Past `SORT_MEMORY` it
 //! sorts the rows it holds and spills them to disk as a run (LZ4-compressed Arrow), and at
-//! `close` merges the runs into one stream in order, cut into days and encoded. A write's memory stays bounded however
-//! many rows it takes and however they are ordered.
+//! `close` merges the runs into one stream in order, cut into days and encoded. A write's
+//! memory stays bounded however many rows it takes and however they are ordered.
 
 use std::collections::{HashMap, HashSet};
 use std::num::{NonZeroU64, NonZeroUsize};
@@ -38,9 +38,9 @@ use datafusion::prelude::SessionConfig;
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::expressions::Scalar;
 use delta_kernel::table_properties::DataSkippingNumIndexedCols;
-use deltalake_core::arrow::array::{Array, AsArray, BooleanArray};
+use deltalake_core::arrow::array::{AsArray, BooleanArray};
 use deltalake_core::arrow::compute::filter_record_batch;
-use deltalake_core::arrow::datatypes::{Date32Type, Schema, SchemaRef};
+use deltalake_core::arrow::datatypes::{Schema, SchemaRef};
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::datafile::writer::{DeltaWriter, WriterConfig};
 use deltalake_core::kernel::Add;
@@ -212,7 +212,7 @@ impl ClusteredWriter {
         if !self.holding {
             return self.send_to_sort(&batch).await;
         }
-        let days = day_sort::by_day(&batch, table::PARTITION_COLUMN)?;
+        let days = day_sort::by_day(&batch)?;
         let earliest = days.first().map(|(day, _)| *day);
         if earliest.is_some_and(|day| self.written_through.is_some_and(|done| day <= done)) {
             // A row for a day already written: the input is not in day order.
@@ -262,21 +262,16 @@ impl ClusteredWriter {
         let count: usize = rows.iter().map(RecordBatch::num_rows).sum();
         tracing::debug!(day, rows = count, bytes, "a day sorted in memory");
         let sorted = SortedDay::new(&schema, &keys, rows)?;
-        if self.days.is_none() {
-            self.days = Some(RunningWrite::in_order(
+        let days = self.days.get_or_insert_with(|| {
+            RunningWrite::in_order(
                 &schema,
                 self.store.clone(),
                 self.config.clone(),
                 self.existing.clone(),
-            ));
-        }
+            )
+        });
         for piece in sorted.pieces(OUTPUT_BATCH_ROWS) {
-            let piece = piece?;
-            let sent = match &self.days {
-                Some(days) => days.send(piece).await,
-                None => false,
-            };
-            if !sent {
+            if !days.send(piece?).await {
                 return Err(RunningWrite::stopped(self.days.take()).await);
             }
         }
@@ -355,13 +350,13 @@ impl RunningWrite {
 
     /// The error a task that took no more rows stopped on.
     async fn stopped(running: Option<Self>) -> DeltaTableError {
-        match running.map(Self::finish) {
-            Some(finished) => match finished.await {
-                Err(error) => error,
-                Ok(_) => DeltaTableError::generic("the sort or encoder of a write stopped early"),
-            },
-            None => DeltaTableError::generic("the sort or encoder of a write stopped early"),
-        }
+        let finished = match running {
+            Some(running) => running.finish().await,
+            None => Ok(Written::default()),
+        };
+        finished.err().unwrap_or_else(|| {
+            DeltaTableError::generic("the sort or encoder of a write stopped early")
+        })
     }
 
     async fn finish(self) -> DeltaResult<Written> {
@@ -629,15 +624,7 @@ impl ExistingUuids {
 /// `batch`'s rows by day partition (one slice, no copy, when they share a day, as the sorted
 /// rows mostly do).
 fn split_by_day(batch: &RecordBatch) -> DeltaResult<Vec<(i32, RecordBatch)>> {
-    let dates = batch
-        .column_by_name(table::PARTITION_COLUMN)
-        .ok_or_else(|| DeltaTableError::generic("rows without a date partition"))?
-        .as_primitive_opt::<Date32Type>()
-        .ok_or_else(|| DeltaTableError::generic("the date partition is not a Date32"))?;
-    if dates.null_count() > 0 {
-        return Err(DeltaTableError::generic("rows without a date"));
-    }
-    let values = dates.values();
+    let values = day_sort::dates(batch)?.values();
     let mut days = Vec::new();
     let mut start = 0;
     // Sorted rows come in runs of a day: each run is a slice.
@@ -655,7 +642,7 @@ mod tests {
     use deltalake_core::arrow::array::{
         ArrayRef, Date32Array, Int64Array, StringArray, new_null_array,
     };
-    use deltalake_core::arrow::datatypes::{DataType, Field, Int64Type};
+    use deltalake_core::arrow::datatypes::{DataType, Date32Type, Field, Int64Type};
 
     use super::*;
 

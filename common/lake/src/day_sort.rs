@@ -12,21 +12,33 @@ use datafusion::arrow::datatypes::{Date32Type, Schema};
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use deltalake_core::{DeltaResult, DeltaTableError};
 
-/// `batch`'s rows by day: the batch itself when it holds one day (as a time-ordered input's
-/// batches mostly do), else a copy of each day's rows.
-pub(crate) fn by_day(batch: &RecordBatch, column: &str) -> DeltaResult<Vec<(i32, RecordBatch)>> {
+use crate::table;
+
+/// The day partition of every row of `batch` (an error when a row has none).
+pub(crate) fn dates(batch: &RecordBatch) -> DeltaResult<&Date32Array> {
     let dates = batch
-        .column_by_name(column)
+        .column_by_name(table::PARTITION_COLUMN)
         .ok_or_else(|| DeltaTableError::generic("rows without a date partition"))?
         .as_primitive_opt::<Date32Type>()
         .ok_or_else(|| DeltaTableError::generic("the date partition is not a Date32"))?;
     if dates.null_count() > 0 {
         return Err(DeltaTableError::generic("rows without a date"));
     }
-    let days: BTreeSet<i32> = dates.values().iter().copied().collect();
-    if days.len() <= 1 {
-        return Ok(days.into_iter().map(|day| (day, batch.clone())).collect());
+    Ok(dates)
+}
+
+/// `batch`'s rows by day: the batch itself when it holds one day (as a time-ordered input's
+/// batches mostly do), else a copy of each day's rows.
+pub(crate) fn by_day(batch: &RecordBatch) -> DeltaResult<Vec<(i32, RecordBatch)>> {
+    let dates = dates(batch)?;
+    let values = dates.values();
+    let Some(&first) = values.first() else {
+        return Ok(Vec::new());
+    };
+    if values.iter().all(|&day| day == first) {
+        return Ok(vec![(first, batch.clone())]);
     }
+    let days: BTreeSet<i32> = values.iter().copied().collect();
     days.into_iter()
         .map(|day| {
             let on_day = eq(dates, &Date32Array::new_scalar(day))?;
@@ -166,7 +178,7 @@ mod tests {
             &[Some("a"), Some("b"), Some("c"), Some("d"), Some("e")],
             &[1, 2, 3, 4, 5],
         );
-        let days = by_day(&rows, "date").unwrap();
+        let days = by_day(&rows).unwrap();
         let found: Vec<(i32, Vec<i64>)> = days
             .iter()
             .map(|(day, rows)| {
@@ -176,10 +188,10 @@ mod tests {
             .collect();
         assert_eq!(found, vec![(1, vec![2, 5]), (2, vec![4]), (3, vec![1, 3])]);
         let one_day = batch(&[7, 7], &[None, Some("x")], &[1, 2]);
-        let days = by_day(&one_day, "date").unwrap();
+        let days = by_day(&one_day).unwrap();
         assert_eq!(days.len(), 1);
         assert_eq!(days[0].1.num_rows(), 2);
-        assert!(by_day(&batch(&[], &[], &[]), "date").unwrap().is_empty());
+        assert!(by_day(&batch(&[], &[], &[])).unwrap().is_empty());
     }
 
     #[test]
