@@ -6,7 +6,7 @@ pub(super) const DOCS: &[(&str, &str, &str)] = &[
     (
         "Aggregates",
         "count",
-        "Rows, or the non-NULL values of its argument; `count(DISTINCT x)`",
+        "Rows, or the non-NULL values of its argument; `count(DISTINCT x, ...)` is `uniqExact`",
     ),
     (
         "Aggregates",
@@ -22,12 +22,14 @@ pub(super) const DOCS: &[(&str, &str, &str)] = &[
     (
         "Aggregates",
         "uniq",
-        "Distinct values (tuples of several arguments), exact below 100,000 per group",
+        "Distinct values (tuples of several arguments; rows with a NULL argument skipped), exact \
+         below 100,000 per group",
     ),
     (
         "Aggregates",
         "uniqExact",
-        "Exact number of distinct values (tuples of several arguments)",
+        "Distinct values (tuples of several arguments; rows with a NULL argument skipped), as \
+         ClickHouse counts them: numbers and dates exactly, texts and tuples by a 128-bit hash",
     ),
     (
         "Aggregates",

@@ -122,6 +122,7 @@ pub async fn open_session(
     }
     ctx.register_udaf(funnel::aggregate_funnel());
     ctx.register_udaf(uniq::aggregate_uniq());
+    ctx.register_udaf(uniq::aggregate_uniq_exact());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
     if !registered.coverage.event_names.is_empty() {
         ctx.register_udf(event_names::event_name(

@@ -1,12 +1,17 @@
-//! `hogql_uniq`: how many distinct non-NULL 64-bit hashes (`hogql_uniq_hash`) each group has,
-//! what `uniq(x)` compiles to. `count(DISTINCT hash)` would be planned as a second grouping by
-//! (group, hash): millions of intermediate rows for "distinct users per day". A set of hashes per
-//! group is the same count with one pass and no repartition of those rows.
+//! Distinct counts as sets of fixed-size keys per group: `hogql_uniq` counts 64-bit hashes
+//! (`hogql_uniq_hash`, what `uniq(x)` compiles to), `hogql_uniq_exact` 16-byte keys
+//! (`hogql_uniq_key`, what `count(DISTINCT x)` and `uniqExact` compile to). DataFusion plans
+//! `count(DISTINCT x)` as a second grouping by (group, x): millions of intermediate rows for
+//! "distinct users per day", each a string to hash and compare. A set of keys per group is the
+//! same count with one pass and no repartition of those rows.
 
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Int64Array, ListArray, UInt64Array,
+    Array, ArrayRef, AsArray, BooleanArray, FixedSizeBinaryArray, Int64Array, ListArray,
+    UInt64Array,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, UInt64Type};
@@ -17,27 +22,89 @@ use datafusion::logical_expr::{
 };
 
 pub const NAME: &str = "hogql_uniq";
+pub const EXACT_NAME: &str = "hogql_uniq_exact";
 
-type Hashes = foldhash::HashSet<u64>;
+/// A key a set holds: how it is typed in Arrow, read from a column and written back as one.
+trait Key: Copy + Eq + Hash + Debug + Send + Sync + 'static {
+    fn data_type() -> DataType;
+    /// Calls `visit` with each non-NULL row and its key.
+    fn for_each(array: &dyn Array, visit: impl FnMut(usize, Self));
+    fn to_array(keys: Vec<Self>) -> ArrayRef;
+}
+
+impl Key for u64 {
+    fn data_type() -> DataType {
+        DataType::UInt64
+    }
+
+    fn for_each(array: &dyn Array, mut visit: impl FnMut(usize, Self)) {
+        let hashes = array.as_primitive::<UInt64Type>();
+        for (row, hash) in hashes.iter().enumerate() {
+            if let Some(hash) = hash {
+                visit(row, hash);
+            }
+        }
+    }
+
+    fn to_array(keys: Vec<Self>) -> ArrayRef {
+        Arc::new(UInt64Array::from(keys))
+    }
+}
+
+impl Key for u128 {
+    fn data_type() -> DataType {
+        DataType::FixedSizeBinary(16)
+    }
+
+    fn for_each(array: &dyn Array, mut visit: impl FnMut(usize, Self)) {
+        let keys = array.as_fixed_size_binary();
+        for (row, key) in keys.iter().enumerate() {
+            if let Some(key) = key.and_then(|key| <[u8; 16]>::try_from(key).ok()) {
+                visit(row, u128::from_le_bytes(key));
+            }
+        }
+    }
+
+    fn to_array(keys: Vec<Self>) -> ArrayRef {
+        let bytes: Vec<u8> = keys.iter().flat_map(|key| key.to_le_bytes()).collect();
+        Arc::new(FixedSizeBinaryArray::new(16, bytes.into(), None))
+    }
+}
+
+type Keys<K> = foldhash::HashSet<K>;
 
 pub fn aggregate_uniq() -> AggregateUDF {
-    AggregateUDF::new_from_impl(Uniq {
-        signature: Signature::exact(vec![DataType::UInt64], Volatility::Immutable),
-    })
+    AggregateUDF::new_from_impl(Uniq::<u64>::new(NAME))
+}
+
+pub fn aggregate_uniq_exact() -> AggregateUDF {
+    AggregateUDF::new_from_impl(Uniq::<u128>::new(EXACT_NAME))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct Uniq {
+struct Uniq<K> {
+    name: &'static str,
     signature: Signature,
+    key: std::marker::PhantomData<K>,
 }
 
-fn list_of_hashes() -> DataType {
-    DataType::List(Arc::new(Field::new_list_field(DataType::UInt64, true)))
+impl<K: Key> Uniq<K> {
+    fn new(name: &'static str) -> Self {
+        Uniq {
+            name,
+            signature: Signature::exact(vec![K::data_type()], Volatility::Immutable),
+            key: std::marker::PhantomData,
+        }
+    }
 }
 
-impl AggregateUDFImpl for Uniq {
+fn list_of<K: Key>() -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(K::data_type(), true)))
+}
+
+impl<K: Key> AggregateUDFImpl for Uniq<K> {
     fn name(&self) -> &str {
-        NAME
+        self.name
     }
 
     fn signature(&self) -> &Signature {
@@ -46,8 +113,12 @@ impl AggregateUDFImpl for Uniq {
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types {
-            [DataType::UInt64] => Ok(DataType::Int64),
-            other => plan_err!("{NAME} counts hashes (UInt64), not {other:?}"),
+            [single] if *single == K::data_type() => Ok(DataType::Int64),
+            other => plan_err!(
+                "{} counts {:?} keys, not {other:?}",
+                self.name,
+                K::data_type()
+            ),
         }
     }
 
@@ -57,14 +128,14 @@ impl AggregateUDFImpl for Uniq {
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         Ok(vec![Arc::new(Field::new(
-            format!("{}[hashes]", args.name),
-            list_of_hashes(),
+            format!("{}[keys]", args.name),
+            list_of::<K>(),
             true,
         ))])
     }
 
     fn accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(UniqAccumulator::default()))
+        Ok(Box::new(UniqAccumulator::<K>::default()))
     }
 
     fn groups_accumulator_supported(&self, _: AccumulatorArgs) -> bool {
@@ -72,7 +143,7 @@ impl AggregateUDFImpl for Uniq {
     }
 
     fn create_groups_accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(UniqGroups::default()))
+        Ok(Box::new(UniqGroups::<K>::default()))
     }
 
     fn default_value(&self, _: &DataType) -> Result<ScalarValue> {
@@ -80,12 +151,8 @@ impl AggregateUDFImpl for Uniq {
     }
 }
 
-fn hashes(array: &ArrayRef) -> &UInt64Array {
-    array.as_primitive::<UInt64Type>()
-}
-
 /// Sets as list rows (the partial state).
-fn to_lists(sets: &[Hashes]) -> ArrayRef {
+fn to_lists<K: Key>(sets: &[Keys<K>]) -> ArrayRef {
     let mut offsets = Vec::with_capacity(sets.len() + 1);
     offsets.push(0i32);
     let mut values = Vec::with_capacity(sets.iter().map(|s| s.len()).sum());
@@ -94,50 +161,63 @@ fn to_lists(sets: &[Hashes]) -> ArrayRef {
         offsets.push(values.len() as i32);
     }
     Arc::new(ListArray::new(
-        Arc::new(Field::new_list_field(DataType::UInt64, true)),
+        Arc::new(Field::new_list_field(K::data_type(), true)),
         OffsetBuffer::new(offsets.into()),
-        Arc::new(UInt64Array::from(values)),
+        K::to_array(values),
         None,
     ))
 }
 
-fn set_bytes(set: &Hashes) -> usize {
+fn set_bytes<K>(set: &Keys<K>) -> usize {
     // hashbrown: a slot and a control byte per bucket.
-    set.capacity() * (std::mem::size_of::<u64>() + 1)
+    set.capacity() * (std::mem::size_of::<K>() + 1)
 }
 
-#[derive(Debug, Default)]
-struct UniqGroups {
-    sets: Vec<Hashes>,
+#[derive(Debug)]
+struct UniqGroups<K> {
+    sets: Vec<Keys<K>>,
     bytes: usize,
 }
 
-impl UniqGroups {
-    fn insert(&mut self, group: usize, hash: u64) {
+impl<K> Default for UniqGroups<K> {
+    fn default() -> Self {
+        UniqGroups {
+            sets: Vec::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl<K: Key> UniqGroups<K> {
+    fn insert(&mut self, group: usize, key: K) {
         let set = &mut self.sets[group];
         let before = set.capacity();
-        set.insert(hash);
+        set.insert(key);
         if set.capacity() != before {
-            self.bytes += (set.capacity() - before) * (std::mem::size_of::<u64>() + 1);
+            self.bytes += (set.capacity() - before) * (std::mem::size_of::<K>() + 1);
         }
     }
 
-    /// Room for `more` hashes in `group`'s set at once, instead of doubling its way there.
+    /// Room for `more` keys in `group`'s set at once, instead of doubling its way there.
     fn reserve(&mut self, group: usize, more: usize) {
         let set = &mut self.sets[group];
         let before = set.capacity();
         set.reserve(more);
-        self.bytes += (set.capacity() - before) * (std::mem::size_of::<u64>() + 1);
+        self.bytes += (set.capacity() - before) * (std::mem::size_of::<K>() + 1);
     }
 
-    fn take(&mut self, emit_to: EmitTo) -> Vec<Hashes> {
+    fn take(&mut self, emit_to: EmitTo) -> Vec<Keys<K>> {
         let taken = emit_to.take_needed(&mut self.sets);
         self.bytes = self.sets.iter().map(set_bytes).sum();
         taken
     }
 }
 
-impl GroupsAccumulator for UniqGroups {
+fn passes(filter: Option<&BooleanArray>, row: usize) -> bool {
+    filter.is_none_or(|f| f.is_valid(row) && f.value(row))
+}
+
+impl<K: Key> GroupsAccumulator for UniqGroups<K> {
     fn update_batch(
         &mut self,
         values: &[ArrayRef],
@@ -145,22 +225,18 @@ impl GroupsAccumulator for UniqGroups {
         opt_filter: Option<&BooleanArray>,
         total_num_groups: usize,
     ) -> Result<()> {
-        self.sets.resize_with(total_num_groups, Hashes::default);
-        let values = hashes(&values[0]);
+        self.sets.resize_with(total_num_groups, Keys::default);
         // Tables are sorted by event and distinct id: a person's events of one kind come
-        // together, so a row often repeats the one before it (group and value); skipping those
+        // together, so a row often repeats the one before it (group and key); skipping those
         // leaves the set as it would be and saves a probe of it.
         let mut last = None;
-        for (row, &group) in group_indices.iter().enumerate() {
-            let kept = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
-            if kept && values.is_valid(row) {
-                let hash = values.value(row);
-                if last != Some((group, hash)) {
-                    self.insert(group, hash);
-                    last = Some((group, hash));
-                }
+        K::for_each(values[0].as_ref(), |row, key| {
+            let group = group_indices[row];
+            if passes(opt_filter, row) && last != Some((group, key)) {
+                self.insert(group, key);
+                last = Some((group, key));
             }
-        }
+        });
         Ok(())
     }
 
@@ -183,60 +259,75 @@ impl GroupsAccumulator for UniqGroups {
         group_indices: &[usize],
         total_num_groups: usize,
     ) -> Result<()> {
-        self.sets.resize_with(total_num_groups, Hashes::default);
+        self.sets.resize_with(total_num_groups, Keys::default);
         let lists = values[0].as_list::<i32>();
         for (row, &group) in group_indices.iter().enumerate() {
             if lists.is_null(row) {
                 continue;
             }
             let list = lists.value(row);
-            let list = hashes(&list);
             self.reserve(group, list.len());
-            for hash in list.iter().flatten() {
-                self.insert(group, hash);
-            }
+            K::for_each(list.as_ref(), |_, key| self.insert(group, key));
         }
         Ok(())
     }
 
-    /// Each row as its own one-hash state (when partial aggregation stops paying).
+    /// Each row as its own one-key state (when partial aggregation stops paying).
     fn convert_to_state(
         &self,
         values: &[ArrayRef],
         opt_filter: Option<&BooleanArray>,
     ) -> Result<Vec<ArrayRef>> {
-        let values = hashes(&values[0]);
-        let mut offsets = Vec::with_capacity(values.len() + 1);
-        offsets.push(0i32);
-        let mut kept = Vec::with_capacity(values.len());
-        for row in 0..values.len() {
-            let passes = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
-            if passes && values.is_valid(row) {
-                kept.push(values.value(row));
+        let rows = values[0].len();
+        let mut ends = vec![0i32; rows];
+        let mut kept = Vec::with_capacity(rows);
+        K::for_each(values[0].as_ref(), |row, key| {
+            if passes(opt_filter, row) {
+                kept.push(key);
+                ends[row] = 1;
             }
-            offsets.push(kept.len() as i32);
-        }
+        });
+        let offsets = std::iter::once(0)
+            .chain(ends.iter().scan(0i32, |end, one| {
+                *end += one;
+                Some(*end)
+            }))
+            .collect::<Vec<_>>();
         Ok(vec![Arc::new(ListArray::new(
-            Arc::new(Field::new_list_field(DataType::UInt64, true)),
+            Arc::new(Field::new_list_field(K::data_type(), true)),
             OffsetBuffer::new(offsets.into()),
-            Arc::new(UInt64Array::from(kept)),
+            K::to_array(kept),
             None,
         ))])
     }
 
     fn size(&self) -> usize {
-        self.bytes + self.sets.capacity() * std::mem::size_of::<Hashes>()
+        self.bytes + self.sets.capacity() * std::mem::size_of::<Keys<K>>()
     }
 }
 
-#[derive(Debug, Default)]
-struct UniqAccumulator {
-    set: Hashes,
+#[derive(Debug)]
+struct UniqAccumulator<K> {
+    set: Keys<K>,
 }
 
-impl Accumulator for UniqAccumulator {
+impl<K> Default for UniqAccumulator<K> {
+    fn default() -> Self {
+        UniqAccumulator {
+            set: Keys::default(),
+        }
+    }
+}
+
+impl<K: Key> Accumulator for UniqAccumulator<K> {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.set.extend(hashes(&values[0]).iter().flatten());
+        let mut last = None;
+        K::for_each(values[0].as_ref(), |_, key| {
+            if last != Some(key) {
+                self.set.insert(key);
+                last = Some(key);
+            }
+        });
         Ok(())
     }
 
@@ -258,7 +349,10 @@ impl Accumulator for UniqAccumulator {
         for row in 0..lists.len() {
             if lists.is_valid(row) {
                 let list = lists.value(row);
-                self.set.extend(hashes(&list).iter().flatten());
+                self.set.reserve(list.len());
+                K::for_each(list.as_ref(), |_, key| {
+                    self.set.insert(key);
+                });
             }
         }
         Ok(())

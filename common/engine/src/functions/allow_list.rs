@@ -61,14 +61,18 @@ pub(super) static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::n
         ),
         (
             "countDistinct",
-            agg(1, 1, Template(&[(1, "count(DISTINCT $0)")])),
+            agg(
+                1,
+                1,
+                Template(&[(1, "hogql_uniq_exact(hogql_uniq_key($0))")]),
+            ),
         ),
         (
             "countDistinctIf",
             agg(
                 2,
                 2,
-                Template(&[(2, "count(DISTINCT $0) FILTER (WHERE $1)")]),
+                Template(&[(2, "hogql_uniq_exact(hogql_uniq_key($0)) FILTER (WHERE $1)")]),
             ),
         ),
         ("uniq", agg(1, ANY, Special(uniq))),
@@ -86,7 +90,7 @@ pub(super) static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::n
             agg(
                 2,
                 2,
-                Template(&[(2, "count(DISTINCT $0) FILTER (WHERE $1)")]),
+                Template(&[(2, "hogql_uniq_exact(hogql_uniq_key($0)) FILTER (WHERE $1)")]),
             ),
         ),
         ("sum", agg(1, 1, Rename("sum"))),

@@ -7,9 +7,9 @@ use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
-    LambdaFunction, LambdaFunctionParameter, LambdaSyntax, ObjectName, ObjectNamePart,
-    OneOrManyWithParens, UnaryOperator, Value, VisitMut, VisitorMut,
+    CastKind, DataType, DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Ident, LambdaFunction, LambdaFunctionParameter, LambdaSyntax, ObjectName,
+    ObjectNamePart, OneOrManyWithParens, UnaryOperator, Value, VisitMut, VisitorMut,
 };
 
 use crate::{QueryError, template};
@@ -73,6 +73,10 @@ pub fn rewrite_call(function: &mut Function) -> Result<Option<Expr>, QueryError>
             "Function '{canonical}' does not take parameters"
         )));
     }
+    // `count(DISTINCT x)` counts keys as `uniqExact` does (not in a window: DataFusion's own).
+    if canonical == "count" && count > 0 && function.over.is_none() && is_distinct(function) {
+        return special::uniq_exact(args, &parameters).map(Some);
+    }
     match &meta.mapping {
         Rename(target) => {
             function.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(*target))]);
@@ -125,6 +129,11 @@ fn plain_args(function: &Function, name: &str) -> Result<Vec<Expr>, QueryError> 
             Ok(out)
         }
     }
+}
+
+fn is_distinct(function: &Function) -> bool {
+    matches!(&function.args, FunctionArguments::List(list)
+        if matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct)))
 }
 
 /// What the call said around its arguments (`DISTINCT`, `OVER`) goes on the call it became.

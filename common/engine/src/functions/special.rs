@@ -20,13 +20,11 @@ pub(super) fn uniq(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
     template::call(crate::uniq::NAME, &[hash])
 }
 
+/// `uniqExact` and `count(DISTINCT ...)`: distinct 16-byte keys, as ClickHouse's uniqExact
+/// counts (`crate::uniq`).
 pub(super) fn uniq_exact(args: Vec<Expr>, _: &[Expr]) -> Result<Expr, QueryError> {
-    if args.len() == 1 {
-        instantiate("count(DISTINCT $0)", args)
-    } else {
-        let tuple = template::call("struct", &args)?;
-        instantiate("count(DISTINCT $0)", vec![tuple])
-    }
+    let key = template::call("hogql_uniq_key", &args)?;
+    template::call(crate::uniq::EXACT_NAME, &[key])
 }
 
 pub(super) fn level(parameters: &[Expr], function: &str) -> Result<f64, QueryError> {

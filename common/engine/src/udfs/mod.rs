@@ -5,7 +5,7 @@
 //! One `HogqlFunction` per name ([`all`]) types its result and calls the family's code: `json`
 //! (properties, `JSONExtract*`, `JSONExtractKeys`), `dates` (parsing, `dateDiff`,
 //! `toStartOfWeek`), `intervals` (`toInterval*`, `dateAdd`/`dateSub`), `casts` (`toInt`,
-//! `toFloat`), `length` and `uniq` (the hash `uniq` counts).
+//! `toFloat`), `length` and `uniq` (the hash `uniq` counts, the key the exact distinct counts count).
 
 mod arrays;
 mod best_effort;
@@ -47,7 +47,7 @@ use dates::{date_diff, start_of_week, to_date, to_datetime};
 use intervals::{date_add, interval, unit_argument};
 use json::{json, json_keys};
 use length::length;
-use uniq::uniq_hash;
+use uniq::{uniq_hash, uniq_key};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -67,6 +67,7 @@ enum Kind {
     ToInt,
     ToFloat,
     UniqHash,
+    UniqKey,
     StartOfWeek,
     Interval,
     DateAdd,
@@ -96,6 +97,7 @@ impl Kind {
             | Kind::ToInt
             | Kind::ToFloat
             | Kind::UniqHash
+            | Kind::UniqKey
             | Kind::StartOfWeek
             | Kind::Interval
             | Kind::DateAdd
@@ -117,7 +119,7 @@ struct HogqlFunction {
 }
 
 /// Every UDF's name and what it computes.
-const FUNCTIONS: [(&str, Kind); 24] = [
+const FUNCTIONS: [(&str, Kind); 25] = [
     ("hogql_prop", Kind::Property),
     ("hogql_json_string", Kind::JsonString),
     ("hogql_json_int", Kind::JsonInt),
@@ -134,6 +136,7 @@ const FUNCTIONS: [(&str, Kind); 24] = [
     ("hogql_to_int", Kind::ToInt),
     ("hogql_to_float", Kind::ToFloat),
     ("hogql_uniq_hash", Kind::UniqHash),
+    ("hogql_uniq_key", Kind::UniqKey),
     ("hogql_start_of_week", Kind::StartOfWeek),
     ("hogql_interval", Kind::Interval),
     ("hogql_date_add", Kind::DateAdd),
@@ -242,6 +245,7 @@ impl HogqlFunction {
             Kind::JsonFloat => DataType::Float64,
             Kind::JsonBool | Kind::JsonHas => DataType::Boolean,
             Kind::JsonLength | Kind::Length | Kind::UniqHash => DataType::UInt64,
+            Kind::UniqKey => DataType::FixedSizeBinary(uniq::KEY_BYTES),
             Kind::JsonKeys => DataType::List(Arc::new(
                 datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
             )),
@@ -358,6 +362,7 @@ impl ScalarUDFImpl for HogqlFunction {
             Kind::ToInt => lenient_cast(&args.args, rows, DataType::Int64)?,
             Kind::ToFloat => lenient_cast(&args.args, rows, DataType::Float64)?,
             Kind::UniqHash => uniq_hash(&args.args, rows)?,
+            Kind::UniqKey => uniq_key(&args.args, rows)?,
             Kind::StartOfWeek => start_of_week(&args.args, rows, zone)?,
             Kind::Interval => interval(&args.args, rows)?,
             Kind::DateAdd => date_add(&args.args, rows, zone, 1)?,
