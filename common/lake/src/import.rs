@@ -30,14 +30,16 @@ use crate::table;
 use lake_core::LakeError;
 
 /// Rows, and text bytes, per Delta commit at most, unless told otherwise: a commit bounds the
-/// persons cached (it forgets them) and the work an interrupted import loses (run again, it
-/// skips what was committed). Fewer, larger commits make fewer, larger files.
+/// work an interrupted import loses (run again, it skips what was committed). Fewer, larger
+/// commits make fewer, larger files.
 pub const ROWS_PER_COMMIT: usize = 4_000_000;
 const BYTES_PER_COMMIT: usize = 4 << 30;
 /// Batches waiting for each encoder: enough that resolving the next rows overlaps encoding
 /// these. Each is tens of megabytes; four made the import's peak RSS 150 MB higher and it no
 /// faster.
 const ENCODER_QUEUE: usize = 2;
+/// Persons (links and properties) kept from one commit to the next, at most, in bytes.
+const PERSONS_CACHED_BYTES: usize = 64 << 20;
 /// Rows whose persons are resolved together: their new persons and updates go to the Store in
 /// a few large writes.
 const ROWS_PER_RESOLVE: usize = 65_536;
@@ -264,7 +266,7 @@ impl Importer {
         self.rows_in_commit = 0;
         self.bytes_in_commit = 0;
         // Memory stays flat however many distinct ids the file holds.
-        self.persons.forget().await?;
+        self.persons.forget_beyond(PERSONS_CACHED_BYTES).await?;
         Ok(())
     }
 

@@ -366,11 +366,24 @@ impl Persons {
 
     /// Forgets what was read or written so far (all of it is in the Store once flushed): a
     /// long import keeps memory to the persons of its latest rows, not of every row before.
-    pub async fn forget(&mut self) -> Result<(), StoreError> {
+    /// Writes what is pending, then forgets the persons known if they take more than `bytes`
+    /// (an estimate): an import keeps them from one commit to the next (each would otherwise read
+    /// every person back from the Store, twice) while memory stays bounded.
+    pub async fn forget_beyond(&mut self, bytes: usize) -> Result<(), StoreError> {
         self.flush().await?;
-        self.links = foldhash::HashMap::default();
-        self.snapshots = foldhash::HashMap::default();
+        if self.cached_bytes() > bytes {
+            self.links = foldhash::HashMap::default();
+            self.snapshots = foldhash::HashMap::default();
+        }
         Ok(())
+    }
+
+    fn cached_bytes(&self) -> usize {
+        // A map slot, a key and a value header, and the allocator's rounding, per entry.
+        const ENTRY: usize = 96;
+        let links: usize = self.links.keys().map(|id| id.len() + ENTRY).sum();
+        let snapshots: usize = self.snapshots.values().map(|p| p.len() + ENTRY).sum();
+        links + snapshots
     }
 
     /// What [`Self::apply`] answers for an event that changes no person, when this batch already
