@@ -5,8 +5,9 @@
 //! whole row groups by their statistics, and pages within them by the page index.
 //!
 //! Rows are first held by day: while the input comes a day at a time (an export, capture's log:
-//! time order), a day is complete once a later one has arrived, and is then sorted in memory and
-//! written (`day_sort`). The first row for a day already written, or one day outgrowing
+//! time order), a day is complete once a later one has arrived, and is then sorted in memory
+//! (`day_sort`) and written by every core into its file (`day_file`), while the next day is
+//! held. The first row for a day already written, or one day outgrowing
 //! `DAY_MEMORY`, shows the input is not in that order or too large for it: from then on every
 //! row, those held included, goes through DataFusion's external sort. Past `SORT_MEMORY` it
 //! sorts the rows it holds and spills them to disk as a run (LZ4-compressed Arrow), and at
@@ -17,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::{Arc, Mutex};
 
+use common::clock::Clock;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::common::config::SpillCompression;
 use datafusion::datasource::listing::PartitionedFile;
@@ -38,8 +40,7 @@ use datafusion::prelude::SessionConfig;
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::expressions::Scalar;
 use delta_kernel::table_properties::DataSkippingNumIndexedCols;
-use deltalake_core::arrow::array::{AsArray, BooleanArray};
-use deltalake_core::arrow::compute::filter_record_batch;
+use deltalake_core::arrow::array::AsArray;
 use deltalake_core::arrow::datatypes::{Schema, SchemaRef};
 use deltalake_core::arrow::record_batch::RecordBatch;
 use deltalake_core::datafile::writer::{DeltaWriter, WriterConfig};
@@ -56,11 +57,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use crate::day_file::{DayFiles, DayWritten, without_held};
 use crate::day_sort::{self, Days, SortedDay};
+use crate::file_stats::StatsColumns;
 use crate::table;
 
-/// Memory a write's sort holds before it spills a sorted run: two encoders at this and their
-/// open row groups keep a 10M-event import under 1 GB of RSS. Half of it is set aside for
+/// Memory a write's sort holds before it spills a sorted run. Half of it is set aside for
 /// merging the rows held into a run (and, at the end, the runs): the merge holds a sorted copy of
 /// each batch and each row's sort key in row format. With DataFusion's default, 10 MB, and the
 /// importer's 65K-row batches, a 10M-event import failed with the merge out of memory (81.6 MB at
@@ -68,10 +70,9 @@ use crate::table;
 const SORT_MEMORY: usize = 192 << 20;
 /// Batches waiting for the sort (or the encoder): it takes them as fast as it copies them.
 const INPUT_QUEUE: usize = 2;
-/// Rows held by day at most: past it, with one day held, that day (and the rest of the write)
-/// goes to the external sort. A day of 333K events is about 330 MB of Arrow, the importer's
-/// batches of 65K rows about 65 MB, and two encoders hold at once: at 128 MB a write stays
-/// within the memory the external sort has.
+/// Rows held by day at most, unless the writer is told otherwise: past it, with one day held,
+/// that day (and the rest of the write) goes to the external sort. At 128 MB a write stays
+/// within the memory the external sort has (compaction runs in a Lambda).
 const DAY_MEMORY: usize = 128 << 20;
 /// Past this much held, the earliest day is written once a later one has arrived: in a
 /// time-ordered input it is complete, and holding it longer only costs memory.
@@ -124,8 +125,12 @@ pub struct ClusteredWriter {
     /// The last day written from memory.
     written_through: Option<i32>,
     day_memory: DayMemory,
-    /// The days sorted in memory, being encoded.
-    days: Option<RunningWrite>,
+    /// How a day sorted in memory is written: by every core, into a file of its own.
+    day_files: Arc<DayFiles>,
+    /// The day sorted in memory being written, if one is.
+    writing: Option<JoinHandle<DeltaResult<DayWritten>>>,
+    /// What the days sorted in memory put in the table so far.
+    written: Written,
     /// The external sort, started by the first row it gets.
     sort: Option<RunningWrite>,
 }
@@ -137,8 +142,9 @@ struct RunningWrite {
 }
 
 impl ClusteredWriter {
-    /// A writer for `table`'s current schema (shredded columns included) and statistics settings.
-    pub fn for_table(table: &DeltaTable) -> DeltaResult<Self> {
+    /// A writer for `table`'s current schema (shredded columns included) and statistics
+    /// settings; `clock` stamps the files it adds.
+    pub fn for_table(table: &DeltaTable, clock: Arc<dyn Clock>) -> DeltaResult<Self> {
         let snapshot = table.snapshot()?;
         let metadata = snapshot.metadata();
         let schema: Schema = (&metadata.parse_schema()?).try_into_arrow()?;
@@ -160,8 +166,20 @@ impl ClusteredWriter {
             NonZeroU64::new(TARGET_FILE_BYTES),
             None,
             indexed_columns,
-            stats_columns,
+            stats_columns.clone(),
         );
+        let day_files = DayFiles {
+            store: table.object_store(),
+            file_schema: config.file_schema(),
+            properties: table::writer_properties(),
+            stats: StatsColumns {
+                indexed: indexed_columns,
+                named: stats_columns,
+            },
+            target_bytes: TARGET_FILE_BYTES,
+            clock,
+            parallelism: std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 8)),
+        };
         Ok(Self {
             store: table.object_store(),
             config,
@@ -176,7 +194,9 @@ impl ClusteredWriter {
                 close_after: DAY_CLOSE_BYTES,
                 at_most: DAY_MEMORY,
             },
-            days: None,
+            day_files: Arc::new(day_files),
+            writing: None,
+            written: Written::default(),
             sort: None,
         })
     }
@@ -186,6 +206,14 @@ impl ClusteredWriter {
     pub fn skipping_existing(mut self, table: &DeltaTable) -> DeltaResult<Self> {
         self.existing = Some(Arc::new(ExistingUuids::of(table)?));
         Ok(self)
+    }
+
+    /// Holds a day of up to `bytes` in memory (instead of `DAY_MEMORY`) before it takes the
+    /// external sort: for a writer with the memory to spare, whose days are larger (the
+    /// importer's one writer; compaction runs in a Lambda).
+    pub fn holding_days_up_to(mut self, bytes: usize) -> Self {
+        self.day_memory.at_most = bytes;
+        self
     }
 
     /// Spills sorted runs as they are, not LZ4-compressed: for a machine with disk to spare (the
@@ -225,6 +253,11 @@ impl ClusteredWriter {
         while self.held.len() > 1 && self.held.bytes() > self.day_memory.close_after {
             self.write_first_day().await?;
         }
+        if self.held.bytes() > self.day_memory.close_after {
+            // The next day waits for the one being written rather than growing beside it: the
+            // rows held stay about one day's.
+            self.wait_for_day().await?;
+        }
         if self.held.bytes() > self.day_memory.at_most {
             // One day larger than the memory for it. (Writing it in sorted segments, one after
             // the other in its file, imported 10M events a fifth faster but made the per-person
@@ -239,13 +272,26 @@ impl ClusteredWriter {
         while self.held.len() > 0 {
             self.write_first_day().await?;
         }
-        let mut written = Written::default();
-        for running in [self.days.take(), self.sort.take()].into_iter().flatten() {
+        self.wait_for_day().await?;
+        let mut written = std::mem::take(&mut self.written);
+        if let Some(running) = self.sort.take() {
             let more = running.finish().await?;
             written.adds.extend(more.adds);
             written.skipped += more.skipped;
         }
         Ok(written)
+    }
+
+    /// Waits for the day being written, if one is: one day is written at a time.
+    async fn wait_for_day(&mut self) -> DeltaResult<()> {
+        if let Some(writing) = self.writing.take() {
+            let (adds, skipped) = writing
+                .await
+                .map_err(|error| DeltaTableError::generic(error.to_string()))??;
+            self.written.adds.extend(adds);
+            self.written.skipped += skipped;
+        }
+        Ok(())
     }
 
     /// Sorts the earliest day held in memory and sends it to be encoded.
@@ -261,20 +307,16 @@ impl ClusteredWriter {
         let bytes: usize = rows.iter().map(RecordBatch::get_array_memory_size).sum();
         let count: usize = rows.iter().map(RecordBatch::num_rows).sum();
         tracing::debug!(day, rows = count, bytes, "a day sorted in memory");
-        let sorted = SortedDay::new(&schema, &keys, rows)?;
-        let days = self.days.get_or_insert_with(|| {
-            RunningWrite::in_order(
-                &schema,
-                self.store.clone(),
-                self.config.clone(),
-                self.existing.clone(),
-            )
-        });
-        for piece in sorted.pieces(OUTPUT_BATCH_ROWS) {
-            if !days.send(piece?).await {
-                return Err(RunningWrite::stopped(self.days.take()).await);
-            }
-        }
+        let sorted = Arc::new(SortedDay::new(&schema, &keys, rows)?);
+        self.wait_for_day().await?;
+        let (files, existing) = (self.day_files.clone(), self.existing.clone());
+        self.writing = Some(tokio::spawn(async move {
+            let held = match existing {
+                Some(existing) => existing.on(day).await?,
+                None => HashSet::new(),
+            };
+            files.write(day, sorted, Arc::new(held)).await
+        }));
         self.written_through = Some(day);
         Ok(())
     }
@@ -328,19 +370,6 @@ impl RunningWrite {
         let sorted = sorted_stream(&schema, receiver, spill, SORT_MEMORY)?;
         let done = tokio::spawn(write_days(sorted, store, config, existing));
         Ok(Self { batches, done })
-    }
-
-    /// Encodes what it is sent, already in order.
-    fn in_order(
-        schema: &SchemaRef,
-        store: ObjectStoreRef,
-        config: WriterConfig,
-        existing: Option<Arc<ExistingUuids>>,
-    ) -> Self {
-        let (batches, receiver) = mpsc::channel(INPUT_QUEUE);
-        let rows = channel_stream(schema, receiver);
-        let done = tokio::spawn(write_days(rows, store, config, existing));
-        Self { batches, done }
     }
 
     /// False when the task has stopped (on an error: [`RunningWrite::stopped`] tells which).
@@ -545,22 +574,6 @@ async fn write_days(
         written.adds.extend(day.file.close().await?);
     }
     Ok(written)
-}
-
-/// The rows of `rows` whose uuid is not in `held`.
-fn without_held(rows: &RecordBatch, held: &HashSet<u128>) -> DeltaResult<RecordBatch> {
-    let uuids = rows
-        .column_by_name("uuid")
-        .and_then(|column| column.as_string_opt::<i32>())
-        .ok_or_else(|| DeltaTableError::generic("rows without a uuid column"))?;
-    let keep = BooleanArray::from_iter(uuids.iter().map(|uuid| {
-        Some(
-            !uuid
-                .and_then(|u| Uuid::parse_str(u).ok())
-                .is_some_and(|u| held.contains(&u.as_u128())),
-        )
-    }));
-    Ok(filter_record_batch(rows, &keep)?)
 }
 
 /// The table's files by day (path and size), as a write found them, for the uuids each day
@@ -775,7 +788,8 @@ mod tests {
         use object_store::ObjectStoreExt;
         let test = common::testing::TestState::embedded().await;
         let table = table::open_or_create(&test.state, 1).await.unwrap();
-        let mut writer = ClusteredWriter::for_table(&table).unwrap();
+        let mut writer =
+            ClusteredWriter::for_table(&table, Arc::new(common::clock::SystemClock)).unwrap();
         if let Some(memory) = memory {
             writer.day_memory = memory;
         }

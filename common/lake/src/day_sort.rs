@@ -4,11 +4,13 @@
 //! and its rows are gathered into pieces in that order as the Parquet writer takes them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Date32Array, RecordBatch};
 use datafusion::arrow::compute::kernels::cmp::eq;
-use datafusion::arrow::compute::{filter_record_batch, interleave_record_batch};
-use datafusion::arrow::datatypes::{Date32Type, Schema};
+use datafusion::arrow::compute::{filter_record_batch, interleave};
+use datafusion::arrow::datatypes::{Date32Type, Schema, SchemaRef};
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use deltalake_core::{DeltaResult, DeltaTableError};
 
@@ -88,6 +90,7 @@ impl Days {
 /// One day's rows in key order: the keys of every row in row format (compared as bytes), each
 /// row's place among the batches, and the order.
 pub(crate) struct SortedDay {
+    schema: SchemaRef,
     batches: Vec<RecordBatch>,
     places: Vec<(usize, usize)>,
     order: Vec<u32>,
@@ -122,30 +125,58 @@ impl SortedDay {
         let mut order: Vec<u32> = (0..count as u32).collect();
         order.sort_unstable_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
         Ok(Self {
+            schema: Arc::new(schema.clone()),
             batches,
             places,
             order,
         })
     }
 
-    /// The rows in order, `rows` at a time, each piece gathered when it is asked for.
+    /// The schema of the rows.
+    pub(crate) fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// How many rows the day holds.
+    pub(crate) fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// The rows in order, `rows` at a time.
+    #[cfg(test)]
     pub(crate) fn pieces(
         &self,
         rows: usize,
     ) -> impl Iterator<Item = DeltaResult<RecordBatch>> + '_ {
+        use datafusion::arrow::compute::interleave_record_batch;
         let batches: Vec<&RecordBatch> = self.batches.iter().collect();
-        self.order.chunks(rows.max(1)).map(move |chunk| {
-            let places: Vec<(usize, usize)> =
-                chunk.iter().map(|&row| self.places[row as usize]).collect();
-            Ok(interleave_record_batch(&batches, &places)?)
-        })
+        let places = self.places_of(0..self.len());
+        let pieces: Vec<Vec<(usize, usize)>> =
+            places.chunks(rows.max(1)).map(<[_]>::to_vec).collect();
+        pieces
+            .into_iter()
+            .map(move |piece| Ok(interleave_record_batch(&batches, &piece)?))
+    }
+
+    /// Where the rows at `range` of the order are: (batch, row) pairs for [`Self::gather`].
+    pub(crate) fn places_of(&self, range: Range<usize>) -> Vec<(usize, usize)> {
+        let order = self.order.get(range).unwrap_or_default();
+        order.iter().map(|&row| self.places[row as usize]).collect()
+    }
+
+    /// Column `column` of the rows at `places`, in that order.
+    pub(crate) fn gather(&self, column: usize, places: &[(usize, usize)]) -> DeltaResult<ArrayRef> {
+        let arrays: Vec<&dyn Array> = self
+            .batches
+            .iter()
+            .map(|batch| batch.column(column).as_ref())
+            .collect();
+        Ok(interleave(&arrays, places)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use datafusion::arrow::array::{Int64Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Int64Type};
 

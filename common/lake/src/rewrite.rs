@@ -52,7 +52,7 @@ pub async fn rewrite(
             )
         })
         .collect();
-    let mut writer = ClusteredWriter::for_table(table)?;
+    let mut writer = ClusteredWriter::for_table(table, state.clock.clone())?;
     let root = table::table_path(team_id);
     let mut actions = Vec::new();
     for path in paths {
