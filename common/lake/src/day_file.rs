@@ -117,9 +117,10 @@ impl DayFiles {
                 .map_err(|error| DeltaTableError::generic(error.to_string()))??;
         let factory = self.factory()?;
         let fields = self.file_schema.fields().len();
+        let leaves = leaves_per_field(&self.file_schema)?;
         let mut jobs = Vec::with_capacity(groups.len() * fields);
         for (index, places) in groups.iter().enumerate() {
-            for (field, writers) in field_writers(&self.file_schema, &factory, index)? {
+            for (field, writers) in field_writers(&self.file_schema, &leaves, &factory, index)? {
                 let (rows, places) = (rows.clone(), places.clone());
                 let column = rows.schema().index_of(field.name())?;
                 jobs.push(move || encode_column(&rows, column, &field, writers, &places));
@@ -276,22 +277,32 @@ fn row_groups(
     Ok((groups, skipped))
 }
 
-/// Each field of `schema` with the column writers of its leaves, for row group `index`.
+/// How many Parquet leaf columns each field of `schema` is written as.
+fn leaves_per_field(schema: &SchemaRef) -> DeltaResult<Vec<usize>> {
+    let parquet = ArrowSchemaConverter::new().convert(schema)?;
+    let mut leaves = vec![0; schema.fields().len()];
+    for leaf in 0..parquet.num_columns() {
+        if let Some(count) = leaves.get_mut(parquet.get_column_root_idx(leaf)) {
+            *count += 1;
+        }
+    }
+    Ok(leaves)
+}
+
+/// Each field of `schema` with the column writers of its `leaves`, for row group `index`.
 fn field_writers(
     schema: &SchemaRef,
+    leaves: &[usize],
     factory: &ArrowRowGroupWriterFactory,
     index: usize,
 ) -> DeltaResult<Vec<(FieldRef, Vec<ArrowColumnWriter>)>> {
-    let parquet = ArrowSchemaConverter::new().convert(schema)?;
     let mut writers = factory.create_column_writers(index)?.into_iter();
-    let mut fields = Vec::with_capacity(schema.fields().len());
-    for (position, field) in schema.fields().iter().enumerate() {
-        let leaves = (0..parquet.num_columns())
-            .filter(|&leaf| parquet.get_column_root_idx(leaf) == position)
-            .count();
-        fields.push((field.clone(), writers.by_ref().take(leaves).collect()));
-    }
-    Ok(fields)
+    Ok(schema
+        .fields()
+        .iter()
+        .zip(leaves)
+        .map(|(field, &count)| (field.clone(), writers.by_ref().take(count).collect()))
+        .collect())
 }
 
 /// Column `column` of `rows` at `places`, gathered a page at a time and encoded as `field`'s

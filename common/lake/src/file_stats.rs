@@ -250,23 +250,16 @@ impl Bound {
             Self::Int(i) => Value::from(i),
             Self::Float(f) => Value::from(f),
             Self::Date(d) => Value::from(d.format("%Y-%m-%d").to_string()),
-            Self::Timestamp(t) => {
-                let format = if t.nanosecond() == 0 {
-                    "%Y-%m-%dT%H:%M:%SZ"
-                } else {
-                    "%Y-%m-%dT%H:%M:%S%.3fZ"
-                };
-                Value::from(t.format(format).to_string())
-            }
-            Self::LocalTimestamp(t) => {
-                let format = if t.nanosecond() == 0 {
-                    "%Y-%m-%d %H:%M:%S"
-                } else {
-                    "%Y-%m-%d %H:%M:%S%.3f"
-                };
-                Value::from(t.format(format).to_string())
-            }
+            Self::Timestamp(t) => Value::from(time_text(t, "%Y-%m-%dT%H:%M:%S", "Z")),
+            Self::LocalTimestamp(t) => Value::from(time_text(t, "%Y-%m-%d %H:%M:%S", "")),
             Self::Text(s) => Value::from(s),
         }
     }
+}
+
+/// `time` as `seconds` formats it, then its milliseconds unless they are zero, then `zone`.
+fn time_text(time: NaiveDateTime, seconds: &str, zone: &str) -> String {
+    let fraction = if time.nanosecond() == 0 { "" } else { "%.3f" };
+    time.format(&format!("{seconds}{fraction}{zone}"))
+        .to_string()
 }
