@@ -285,9 +285,14 @@ impl ClusteredWriter {
     /// Waits for the day being written, if one is: one day is written at a time.
     async fn wait_for_day(&mut self) -> DeltaResult<()> {
         if let Some(writing) = self.writing.take() {
+            let started = std::time::Instant::now();
             let (adds, skipped) = writing
                 .await
                 .map_err(|error| DeltaTableError::generic(error.to_string()))??;
+            tracing::debug!(
+                waited_ms = started.elapsed().as_millis() as u64,
+                "the day before written"
+            );
             self.written.adds.extend(adds);
             self.written.skipped += skipped;
         }
@@ -306,8 +311,15 @@ impl ClusteredWriter {
             .collect::<Result<_, _>>()?;
         let bytes: usize = rows.iter().map(RecordBatch::get_array_memory_size).sum();
         let count: usize = rows.iter().map(RecordBatch::num_rows).sum();
-        tracing::debug!(day, rows = count, bytes, "a day sorted in memory");
+        let started = std::time::Instant::now();
         let sorted = Arc::new(SortedDay::new(&schema, &keys, rows)?);
+        tracing::debug!(
+            day,
+            rows = count,
+            bytes,
+            sort_ms = started.elapsed().as_millis() as u64,
+            "a day sorted in memory"
+        );
         self.wait_for_day().await?;
         let (files, existing) = (self.day_files.clone(), self.existing.clone());
         self.writing = Some(tokio::spawn(async move {

@@ -126,24 +126,33 @@ impl DayFiles {
                 jobs.push(move || encode_column(&rows, column, &field, writers, &places));
             }
         }
-        let mut encoded = futures::stream::iter(jobs)
-            .map(tokio::task::spawn_blocking)
-            .buffered(self.parallelism.max(1));
+        // Unordered, so a long column (the properties) holds one core, not the queue: each row
+        // group is appended once all its columns are in.
+        let mut encoded = futures::stream::iter(jobs.into_iter().enumerate())
+            .map(|(job, encode)| async move { (job, tokio::task::spawn_blocking(encode).await) })
+            .buffer_unordered(self.parallelism.max(1));
+        let mut finished: Vec<Option<Vec<ArrowColumnChunk>>> = Vec::new();
+        finished.resize_with(groups.len() * fields, || None);
         let mut adds = Vec::new();
         let mut open: Option<OpenFile> = None;
         let outcome: DeltaResult<()> = async {
-            for _ in &groups {
+            for group in 0..groups.len() {
+                let columns = group * fields..(group + 1) * fields;
+                while finished[columns.clone()].iter().any(Option::is_none) {
+                    let (job, chunks) = encoded
+                        .next()
+                        .await
+                        .ok_or_else(|| DeltaTableError::generic("a column was not encoded"))?;
+                    let chunks =
+                        chunks.map_err(|error| DeltaTableError::generic(error.to_string()))??;
+                    finished[job] = Some(chunks);
+                }
                 let file = match &mut open {
                     Some(file) => file,
                     None => open.insert(self.create(date)?),
                 };
                 let mut row_group = file.writer.next_row_group()?;
-                for _ in 0..fields {
-                    let chunks = encoded
-                        .next()
-                        .await
-                        .ok_or_else(|| DeltaTableError::generic("a column was not encoded"))?
-                        .map_err(|error| DeltaTableError::generic(error.to_string()))??;
+                for chunks in finished[columns].iter_mut().filter_map(Option::take) {
                     for chunk in chunks {
                         chunk.append_to_row_group(&mut row_group)?;
                     }
