@@ -66,6 +66,43 @@ pub struct QuerySettings {
     /// Whether Parquet scans evaluate filters while decoding, reading the other columns only
     /// for the rows kept (`ANALYTICS_PARQUET_PUSHDOWN`, `off` by default).
     pub parquet_pushdown: bool,
+    /// The Ballista scheduler large queries run on (`ANALYTICS_QUERY_CLUSTER`, `df://host:port`);
+    /// unset runs every query in this process.
+    pub cluster: Option<ClusterAddress>,
+    /// Queries whose files, after pruning, count more bytes than this run on the cluster
+    /// (`ANALYTICS_CLUSTER_MIN_BYTES`, default 4 GiB); a query can also ask for it.
+    pub cluster_min_bytes: u64,
+}
+
+/// A Ballista scheduler's address (`df://host:port`, as Ballista's clients write it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterAddress {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::str::FromStr for ClusterAddress {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        let invalid = || ConfigError(format!("a cluster is `df://host:port`, not `{text}`"));
+        let rest = text.strip_prefix("df://").ok_or_else(invalid)?;
+        let (host, port) = rest.rsplit_once(':').ok_or_else(invalid)?;
+        let port = port.trim_end_matches('/').parse().map_err(|_| invalid())?;
+        if host.is_empty() {
+            return Err(invalid());
+        }
+        Ok(Self {
+            host: host.to_owned(),
+            port,
+        })
+    }
+}
+
+impl std::fmt::Display for ClusterAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "df://{}:{}", self.host, self.port)
+    }
 }
 
 impl std::fmt::Debug for Config {
@@ -163,6 +200,10 @@ impl Config {
             llm_model: get("ANALYTICS_LLM_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),
             shredding: switch("ANALYTICS_SHREDDING", true)?,
             parquet_pushdown: switch("ANALYTICS_PARQUET_PUSHDOWN", false)?,
+            cluster: get("ANALYTICS_QUERY_CLUSTER")
+                .map(|text| text.parse())
+                .transpose()?,
+            cluster_min_bytes: number("ANALYTICS_CLUSTER_MIN_BYTES", 4 << 30)?,
         };
         let cors_origins = match get("ANALYTICS_CORS_ORIGINS") {
             None => Vec::new(),

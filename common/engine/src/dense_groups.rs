@@ -98,8 +98,13 @@ pub struct DenseGroupsExec {
 }
 
 impl DenseGroupsExec {
-    fn new(aggregate: AggregateExec) -> Self {
+    pub fn new(aggregate: AggregateExec) -> Self {
         Self { aggregate }
+    }
+
+    /// The partial aggregation it computes (how a cluster's codec carries it).
+    pub fn aggregate(&self) -> &AggregateExec {
+        &self.aggregate
     }
 }
 

@@ -25,6 +25,9 @@ pub enum QueryError {
     Memory,
     #[error("Query was cancelled")]
     Cancelled,
+    /// The query needs the cluster (it asked for it), which cannot be reached now: a 503.
+    #[error("{0}")]
+    ClusterUnavailable(String),
     /// A structured node that cannot be compiled: the field and what is wrong with it.
     #[error("{detail}")]
     Invalid { attr: String, detail: String },
@@ -108,6 +111,9 @@ pub(crate) fn classify(error: DataFusionError) -> QueryError {
     }
     if let Some(message) = regex_message(&text) {
         return QueryError::Query(message);
+    }
+    if crate::remote::Unreachable::is(&error) {
+        return QueryError::ClusterUnavailable(error.find_root().to_string());
     }
     let root = error.find_root();
     let user_error = match root {

@@ -25,6 +25,13 @@ pub fn event_name(names: Arc<Vec<String>>) -> ScalarUDF {
     })
 }
 
+/// The names `udf` reads codes as, when it is [`event_name`]'s function.
+pub fn names_of(udf: &ScalarUDF) -> Option<Arc<Vec<String>>> {
+    udf.inner()
+        .downcast_ref::<EventName>()
+        .map(|function| function.names.clone())
+}
+
 impl ScalarUDFImpl for EventName {
     fn name(&self) -> &str {
         EVENT_NAME_FUNCTION

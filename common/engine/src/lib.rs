@@ -25,8 +25,10 @@ mod membership;
 mod parse;
 mod placeholders;
 mod plain_scan;
+mod portable_scan;
 mod prepare;
 mod progress;
+pub mod remote;
 mod results;
 mod rewrite;
 mod row_generators;
@@ -45,10 +47,12 @@ pub use cohort_syntax::{CohortRef, SUBJECT as COHORT_SUBJECT, references as coho
 /// A materialization's result travels as Arrow from the engine to object storage.
 pub use datafusion::arrow::array::RecordBatch as ArrowBatch;
 pub use datafusion::arrow::datatypes::SchemaRef;
+pub use dense_groups::DenseGroupsExec;
 pub use error::{InternalCause, QueryError};
 pub use function_docs::reference as function_reference;
 /// What we were doing when a cause of ours failed (shared with the lake, which opens tables).
 pub use lake_core::Context;
+pub use portable_scan::portable;
 pub use prepare::{Prepared, check_expression, prepare, prepare_window};
 pub use progress::{Progress, Scanned};
 pub use session::{Limits, Output, Session, open_session};

@@ -61,7 +61,7 @@ impl PhysicalOptimizerRule for PlainDeltaScans {
 }
 
 /// `delta`'s Parquet scan without the file id column, when it gives what `delta` gives.
-fn plain(delta: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+pub(crate) fn plain(delta: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let [input] = delta.children()[..] else {
         return Ok(None);
     };

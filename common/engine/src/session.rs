@@ -21,9 +21,10 @@ use crate::bindings::Page;
 use crate::error::classify;
 use crate::progress::{self, Progress};
 use crate::{
-    Prepared, QueryError, clickhouse_defaults, date_trunc, day_bounds, dense_groups, event_names,
-    funnel, plain_scan, results, shredded, single_phase, tables, typing, udfs, uniq,
+    Prepared, QueryError, clickhouse_defaults, day_bounds, dense_groups, funnel, plain_scan,
+    portable_scan, remote, results, shredded, single_phase, tables, udfs,
 };
+use remote::{Cluster, Engine, FunctionParameters, Placement};
 
 /// Bytes of Parquet footers (with their page indexes) kept between queries.
 const PARQUET_FOOTER_CACHE_BYTES: usize = 64 << 20;
@@ -54,6 +55,9 @@ pub struct Session {
     /// Parquet filter pushdown for every query (`ANALYTICS_PARQUET_PUSHDOWN`), not only for those
     /// that read JSON text.
     pushdown_always: bool,
+    /// The cluster large queries go to, and which ones do.
+    cluster: Option<Arc<dyn Cluster>>,
+    placement: Placement,
 }
 
 pub async fn open_session(
@@ -106,28 +110,21 @@ pub async fn open_session(
     }
     let session_state = builder.build();
     let mut ctx = SessionContext::new_with_state(session_state);
-    // Our UDFs read naive date-time text in the project's time zone.
-    for udf in udfs::all(zone) {
-        ctx.register_udf(udf);
-    }
     // `DateTime - DateTime` is a number of seconds, as in ClickHouse.
     datafusion::execution::FunctionRegistry::register_expr_planner(
         &mut ctx,
         Arc::new(udfs::DateTimeMinus::new(zone)),
     )
     .map_err(QueryError::internal)?;
-    ctx.register_udf(date_trunc::date_trunc());
-    for udf in typing::all() {
-        ctx.register_udf(udf);
+    for udaf in remote::aggregate_functions() {
+        ctx.register_udaf(udaf);
     }
-    ctx.register_udaf(funnel::aggregate_funnel());
-    ctx.register_udaf(uniq::aggregate_uniq());
-    ctx.register_udaf(uniq::aggregate_uniq_exact());
     let registered = tables::register(&ctx, state, team_id, zone.name(), &prepared.tables).await?;
-    if !registered.coverage.event_names.is_empty() {
-        ctx.register_udf(event_names::event_name(
-            registered.coverage.event_names.clone(),
-        ));
+    let event_names = (!registered.coverage.event_names.is_empty())
+        .then(|| registered.coverage.event_names.clone());
+    // Our UDFs read naive date-time text in the project's time zone.
+    for udf in remote::scalar_functions(zone, event_names) {
+        ctx.register_udf(udf);
     }
     Ok(Session {
         ctx,
@@ -135,6 +132,8 @@ pub async fn open_session(
         zone,
         coverage: registered.coverage,
         pushdown_always: state.config.query.parquet_pushdown,
+        cluster: None,
+        placement: Placement::Auto,
     })
 }
 
@@ -152,6 +151,8 @@ pub struct Output {
     pub result_bytes: u64,
     pub memory_usage: u64,
     pub timings: Vec<(String, f64)>,
+    /// Where it ran.
+    pub engine: Engine,
 }
 
 impl Output {
@@ -190,11 +191,19 @@ impl Output {
                 .sum(),
             memory_usage: 0,
             timings: Vec::new(),
+            engine: Engine::Local,
         }
     }
 }
 
 impl Session {
+    /// Runs large queries (or, with `Placement::Cluster`, every query) on `cluster`.
+    pub fn with_cluster(mut self, cluster: Option<Arc<dyn Cluster>>, placement: Placement) -> Self {
+        self.cluster = cluster;
+        self.placement = placement;
+        self
+    }
+
     pub async fn execute(
         &self,
         prepared: &Prepared,
@@ -213,10 +222,11 @@ impl Session {
         progress: &Progress,
     ) -> Result<Output, QueryError> {
         let started = Instant::now();
-        let (physical, planned, batches) = self.run(prepared, limits, progress).await?;
+        let (physical, planned, batches, engine) = self.run(prepared, limits, progress).await?;
         let executed = started.elapsed().as_secs_f64() - planned;
         let scanned = progress::scanned(physical.as_ref());
         Ok(Output {
+            engine,
             read_rows: scanned.rows,
             read_bytes: scanned.bytes,
             memory_usage: self.ctx.runtime_env().memory_pool.reserved() as u64,
@@ -257,8 +267,22 @@ impl Session {
         prepared: &Prepared,
         limits: &Limits,
         progress: &Progress,
-    ) -> Result<(Arc<dyn ExecutionPlan>, f64, Vec<RecordBatch>), QueryError> {
+    ) -> Result<(Arc<dyn ExecutionPlan>, f64, Vec<RecordBatch>, Engine), QueryError> {
         let started = Instant::now();
+        let cluster = match (self.placement, &self.cluster) {
+            (Placement::Local, _) | (Placement::Auto, None) => None,
+            (_, Some(cluster)) => Some((cluster.clone(), self.placement == Placement::Cluster)),
+            (Placement::Cluster, None) => return Err(QueryError::ClusterUnavailable(
+                "this query asked for the cluster, and none is configured (ANALYTICS_QUERY_CLUSTER)".into(),
+            )),
+        };
+        let functions = FunctionParameters {
+            zone: self.zone.name().to_owned(),
+            event_names: (!self.coverage.event_names.is_empty())
+                .then(|| self.coverage.event_names.to_vec()),
+        };
+        // Unique, so the job can be found on the cluster (to cancel it).
+        let job_name = uuid::Uuid::new_v4().to_string();
         let ctx = self.ctx.clone();
         let progress = progress.clone();
         let statement = self.statement(prepared);
@@ -285,16 +309,43 @@ impl Session {
             let physical = state.create_physical_plan(&plan).await?;
             let planned = started.elapsed().as_secs_f64();
             progress.publish(physical.clone());
-            let batches = collect(physical.clone(), ctx.task_ctx()).await?;
-            Ok::<_, DataFusionError>((physical, planned, batches))
+            let remote = cluster.filter(|(cluster, always)| {
+                *always || remote::scan_bytes(&physical) > cluster.min_scan_bytes()
+            });
+            let ran = match remote {
+                Some((cluster, always)) => {
+                    let portable = portable_scan::portable(physical.clone())?;
+                    let job = remote::Job {
+                        name: job_name,
+                        functions,
+                        config: ctx.copied_config(),
+                    };
+                    match cluster.run(portable, job).await {
+                        Err(error) if !always && remote::Unreachable::is(&error) => {
+                            tracing::warn!(%error, "the cluster is unreachable: running the query here");
+                            None
+                        }
+                        ran => Some((ran?, Engine::Cluster)),
+                    }
+                }
+                None => None,
+            };
+            let (batches, engine) = match ran {
+                Some(ran) => ran,
+                None => (
+                    collect(physical.clone(), ctx.task_ctx()).await?,
+                    Engine::Local,
+                ),
+            };
+            Ok::<_, DataFusionError>((physical, planned, batches, engine))
         };
         let running = AbortOnDrop(query_runtime().spawn(work));
-        let (physical, planned, batches) = match tokio::time::timeout(limits.timeout, running).await
-        {
-            Ok(Ok(result)) => result.map_err(classify)?,
-            Ok(Err(join)) => return Err(QueryError::internal(join)),
-            Err(_) => return Err(QueryError::Timeout),
-        };
+        let (physical, planned, batches, engine) =
+            match tokio::time::timeout(limits.timeout, running).await {
+                Ok(Ok(result)) => result.map_err(classify)?,
+                Ok(Err(join)) => return Err(QueryError::internal(join)),
+                Err(_) => return Err(QueryError::Timeout),
+            };
         // The plan with each operator's rows and time, for finding what a slow query spends on.
         if tracing::enabled!(target: "engine::plan", tracing::Level::DEBUG) {
             let shown = datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(
@@ -304,7 +355,7 @@ impl Session {
             .to_string();
             tracing::debug!(target: "engine::plan", "executed plan:\n{shown}");
         }
-        Ok((physical, planned, batches))
+        Ok((physical, planned, batches, engine))
     }
 
     /// The statement DataFusion runs: the prepared one, reading shredded columns where it can and
@@ -331,7 +382,7 @@ impl Session {
         prepared: &Prepared,
         limits: &Limits,
     ) -> Result<(datafusion::arrow::datatypes::SchemaRef, Vec<RecordBatch>), QueryError> {
-        let (physical, _, batches) = self.run(prepared, limits, &Progress::new()).await?;
+        let (physical, _, batches, _) = self.run(prepared, limits, &Progress::new()).await?;
         Ok((physical.schema(), batches))
     }
 

@@ -283,6 +283,7 @@ fn query_log_batch(records: &[QueryLogRecord]) -> datafusion::common::Result<Rec
         Field::new("is_personal_api_key_request", DataType::Boolean, false),
         Field::new("api_key_label", DataType::Utf8, true),
         Field::new("api_key_mask", DataType::Utf8, true),
+        Field::new("engine", DataType::Utf8, false),
     ];
     let start = |r: &QueryLogRecord| r.query_start_time.timestamp_micros();
     let columns: Vec<ArrayRef> = vec![
@@ -322,6 +323,7 @@ fn query_log_batch(records: &[QueryLogRecord]) -> datafusion::common::Result<Rec
         )),
         text(&|r| r.api_key_label.clone()),
         text(&|r| r.api_key_mask.clone()),
+        text(&|r| Some(r.engine.clone())),
     ];
     Ok(RecordBatch::try_new(
         Arc::new(Schema::new(fields)),

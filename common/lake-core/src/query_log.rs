@@ -35,6 +35,13 @@ pub struct QueryLogRecord {
     pub is_personal_api_key_request: bool,
     pub api_key_label: Option<String>,
     pub api_key_mask: Option<String>,
+    /// Which engine ran it: `local` (the query function's process) or `cluster` (Ballista).
+    #[serde(default = "local_engine")]
+    pub engine: String,
+}
+
+fn local_engine() -> String {
+    "local".into()
 }
 
 fn partition(team_id: i64) -> String {

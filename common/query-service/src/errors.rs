@@ -28,6 +28,12 @@ pub fn api_error(error: &QueryError) -> ApiError {
             "query_cancelled",
             error.to_string(),
         ),
+        QueryError::ClusterUnavailable(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorType::ServerError,
+            "cluster_unavailable",
+            error.to_string(),
+        ),
         QueryError::Internal(cause) => ApiError::internal(cause.clone()),
     }
 }
@@ -53,6 +59,7 @@ pub fn log_exception(error: &QueryError, before_start: bool) -> (&'static str, &
         QueryError::Timeout => ("TIMEOUT_EXCEEDED", 159),
         QueryError::Memory => ("MEMORY_LIMIT_EXCEEDED", 241),
         QueryError::Cancelled => ("QUERY_WAS_CANCELLED", 394),
+        QueryError::ClusterUnavailable(_) => ("ALL_CONNECTION_TRIES_FAILED", 279),
         QueryError::Internal(_) => ("LOGICAL_ERROR", 49),
     };
     (status, name, code)

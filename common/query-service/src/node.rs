@@ -26,6 +26,8 @@ pub struct SqlNode {
     /// The rows asked for: the query's own LIMIT, or a caller's page (an endpoint run's
     /// `limit` / `offset`).
     pub window: engine::Window,
+    /// Where it runs (`modifiers.engine`).
+    pub placement: engine::remote::Placement,
 }
 
 /// What a caller lays over a node: PostHog's `name`, `variables_override` and `filters_override`.
@@ -56,9 +58,14 @@ impl SqlNode {
 
     /// A structured node as the service runs it (its JSON is the log's text).
     pub fn structured(node: Structured, name: Option<String>) -> Self {
+        let engine = node
+            .as_value()
+            .pointer("/modifiers/engine")
+            .and_then(Value::as_str);
         Self {
             text: node.as_value().to_string(),
             name,
+            placement: engine::remote::Placement::from_modifier(engine),
             structured: Some(node),
             ..Default::default()
         }
@@ -90,6 +97,7 @@ impl SqlNode {
             mut variables,
             filters,
             name,
+            engine,
             ..
         } = sql;
         if let Some(given) = overrides.variables {
@@ -115,6 +123,7 @@ impl SqlNode {
             filters: Some(hogql_filters(filters.as_ref(), overrides.filters)?),
             experiment: None,
             window: Default::default(),
+            placement: engine::remote::Placement::from_modifier(engine.as_deref()),
         })
     }
 

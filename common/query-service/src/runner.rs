@@ -135,6 +135,7 @@ fn log_record(run: &Run<'_>, started_at: DateTime<Utc>) -> QueryLogRecord {
         is_personal_api_key_request: run.caller.api_key_mask.is_some(),
         api_key_label: run.caller.api_key_label.clone(),
         api_key_mask: run.caller.api_key_mask.clone(),
+        engine: engine::remote::Engine::Local.as_str().into(),
     }
 }
 
@@ -297,7 +298,8 @@ async fn execute(
             &limits,
         )
         .await
-        .map_err(|e| (e, true))?;
+        .map_err(|e| (e, true))?
+        .with_cluster(cluster(run.state), run.node.placement);
         sessions.push(session);
     }
     // Keyed by the version the session read (a commit may have landed since the key was made).
@@ -326,6 +328,9 @@ async fn execute(
         record.read_bytes += output.read_bytes;
         record.result_bytes += output.result_bytes;
         record.memory_usage = record.memory_usage.max(output.memory_usage);
+        if output.engine == engine::remote::Engine::Cluster {
+            record.engine = output.engine.as_str().into();
+        }
         outputs.push(output);
     }
     let cache_key = key.as_deref();
@@ -403,6 +408,17 @@ pub async fn collect(
     )
     .await?;
     session.collect(&plan.prepared, &limits).await
+}
+
+/// The cluster large queries go to, when one is configured (`ANALYTICS_QUERY_CLUSTER`).
+pub(crate) fn cluster(state: &AppState) -> Option<std::sync::Arc<dyn engine::remote::Cluster>> {
+    let settings = &state.config.query;
+    let address = settings.cluster.clone()?;
+    Some(std::sync::Arc::new(cluster::Client::new(
+        address,
+        settings.cluster_min_bytes,
+        state.http.clone(),
+    )))
 }
 
 /// The plain context of `project` with the definitions of the cohorts `node` names.

@@ -58,6 +58,9 @@ pub struct Job {
     pub structured: Option<Structured>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Value>,
+    /// A SQL node's `modifiers.engine` (a structured node carries its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 impl Job {
@@ -73,6 +76,7 @@ impl Job {
             api_key_mask: caller.api_key_mask.clone(),
             structured: node.structured.clone(),
             filters: node.filters.clone(),
+            engine: node.placement.modifier().map(str::to_owned),
         }
     }
 
@@ -89,6 +93,7 @@ impl Job {
             filters: self.filters.clone(),
             experiment: None,
             window: Default::default(),
+            placement: engine::remote::Placement::from_modifier(self.engine.as_deref()),
         }
     }
 

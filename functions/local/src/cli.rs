@@ -1,4 +1,4 @@
-//! Command line: `analytics serve | admin | import`.
+//! Command line: `analytics serve | admin | import | cluster`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::{admin, import, serve};
+use crate::{admin, cluster, import, serve};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,6 +37,9 @@ enum Command {
     Serve {
         #[arg(long, env = "ANALYTICS_BIND", default_value = "127.0.0.1:8000")]
         bind: SocketAddr,
+        /// A Ballista scheduler (`df://host:port`) large queries run on.
+        #[arg(long, env = "ANALYTICS_QUERY_CLUSTER")]
+        cluster: Option<common::config::ClusterAddress>,
         #[command(flatten)]
         data_dir: DataDir,
     },
@@ -61,13 +64,24 @@ enum Command {
         #[command(flatten)]
         data_dir: DataDir,
     },
+    /// Run the processes of a query cluster (Apache DataFusion Ballista) over the same lake.
+    Cluster {
+        #[command(subcommand)]
+        command: cluster::ClusterCommand,
+        #[command(flatten)]
+        data_dir: DataDir,
+    },
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     run_command(async move {
         match cli.command {
-            Command::Serve { bind, data_dir } => serve::run(bind, data_dir.data_dir).await,
+            Command::Serve {
+                bind,
+                cluster,
+                data_dir,
+            } => serve::run(bind, data_dir.data_dir, cluster).await,
             Command::Admin { command, data_dir } => admin::run(command, data_dir.data_dir).await,
             Command::Import {
                 project,
@@ -75,6 +89,9 @@ pub fn main() -> ExitCode {
                 rows_per_commit,
                 data_dir,
             } => import::run(data_dir.data_dir, project, file, rows_per_commit).await,
+            Command::Cluster { command, data_dir } => {
+                cluster::run(command, data_dir.data_dir).await
+            }
         }
     })
 }

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod allocator;
 pub mod cli;
+pub mod cluster;
 pub mod import;
 pub mod serve;
 

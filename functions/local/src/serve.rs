@@ -15,11 +15,16 @@ use tokio::sync::watch;
 
 /// The state for a data dir: configuration from the environment, `data_dir` from the command line.
 pub async fn state_for(data_dir: PathBuf) -> anyhow::Result<AppState> {
-    let mut config = Config::from_env()?;
-    config.data_dir = data_dir;
-    AppState::from_config(config)
+    AppState::from_config(config_for(data_dir)?)
         .await
         .context("cannot open the storage backend")
+}
+
+/// The environment's settings, with the data folder given on the command line.
+pub fn config_for(data_dir: PathBuf) -> anyhow::Result<Config> {
+    let mut config = Config::from_env()?;
+    config.data_dir = data_dir;
+    Ok(config)
 }
 
 pub fn announce(bootstrap: &Bootstrap) {
@@ -38,8 +43,20 @@ pub fn announce(bootstrap: &Bootstrap) {
     );
 }
 
-pub async fn run(bind: SocketAddr, data_dir: PathBuf) -> anyhow::Result<()> {
-    let state = state_for(data_dir).await?;
+/// Serves on `bind`; with `cluster`, large queries run on that Ballista scheduler's cluster
+/// (as `ANALYTICS_QUERY_CLUSTER` says).
+pub async fn run(
+    bind: SocketAddr,
+    data_dir: PathBuf,
+    cluster: Option<common::config::ClusterAddress>,
+) -> anyhow::Result<()> {
+    let mut config = config_for(data_dir)?;
+    if cluster.is_some() {
+        config.query.cluster = cluster;
+    }
+    let state = AppState::from_config(config)
+        .await
+        .context("cannot open the storage backend")?;
     if let Some(bootstrap) = bootstrap_if_empty(state.store.as_ref()).await? {
         announce(&bootstrap);
     }

@@ -11,7 +11,7 @@ pub mod migrations;
 mod query;
 mod upgrade;
 
-pub use query::{NodeError, QueryNode, SqlQuery, Structured, Variable};
+pub use query::{ENGINES, NodeError, QueryNode, SqlQuery, Structured, Variable, engine_modifier};
 pub use upgrade::{
     Migration, Node, Registry, UpgradeError, latest_version, latest_versions, upgrade,
 };

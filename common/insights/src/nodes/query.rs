@@ -39,6 +39,33 @@ pub struct SqlQuery {
     /// HogQLFilters for `{filters}`, as sent (checked when merged with `filters_override`).
     pub filters: Option<Value>,
     pub name: Option<String>,
+    /// `modifiers.engine`: where the query runs (see [`engine_modifier`]).
+    pub engine: Option<String>,
+}
+
+/// Where a node asks to run (`modifiers.engine`): `auto` (the cluster when its scan is large
+/// and one is configured), `local` (this process) or `cluster`. Ours, not PostHog's.
+pub const ENGINES: &[&str] = &["auto", "local", "cluster"];
+
+/// A node's `modifiers.engine`, checked.
+pub fn engine_modifier(node: &Map<String, Value>) -> Result<Option<String>, NodeError> {
+    let engine = node
+        .get("modifiers")
+        .and_then(|modifiers| modifiers.get("engine"));
+    match engine {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(engine)) if ENGINES.contains(&engine.as_str()) => {
+            Ok(Some(engine.clone()))
+        }
+        Some(other) => Err(NodeError::new(
+            "modifiers.engine",
+            "invalid",
+            format!(
+                "query.modifiers.engine must be one of {}, not {other}.",
+                ENGINES.join(", ")
+            ),
+        )),
+    }
 }
 
 /// One of a SQL node's `variables`: `{"code_name", "value", "isNull"?}`.
@@ -122,6 +149,7 @@ impl QueryNode {
             }
         };
         check_version(node)?;
+        engine_modifier(node)?;
         Ok(match kind.as_str() {
             "HogQLQuery" | "SqlDialectQuery" => QueryNode::Sql(SqlQuery::read(kind, node)?),
             "EventsQuery" => QueryNode::Events(Structured(query)),
@@ -239,6 +267,7 @@ impl SqlQuery {
             variables,
             filters: node.get("filters").filter(|f| !f.is_null()).cloned(),
             name: node.get("name").and_then(Value::as_str).map(str::to_owned),
+            engine: engine_modifier(node)?,
         })
     }
 
@@ -255,6 +284,9 @@ impl SqlQuery {
         }
         if let Some(name) = &self.name {
             node["name"] = Value::String(name.clone());
+        }
+        if let Some(engine) = &self.engine {
+            node["modifiers"] = json!({"engine": engine});
         }
         node
     }

@@ -1,0 +1,172 @@
+//! What the query service submits through: a physical plan, planned and optimised here, sent
+//! to the scheduler, its result partitions fetched from the executors. A job whose caller stops
+//! waiting (a timeout, a cancel, a client gone) is cancelled on the cluster.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ballista_core::config::BallistaConfig;
+use ballista_core::execution_plans::execute_physical_plan;
+use ballista_core::extension::SessionConfigExt;
+use common::config::ClusterAddress;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::common::DataFusionError;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::protobuf::PhysicalPlanNode;
+use engine::remote::{Cluster, Job, Unreachable};
+use futures::TryStreamExt;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+
+use crate::codec::ClusterCodec;
+
+/// How long reaching the scheduler may take before the cluster counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A scheduler queries can be sent to.
+#[derive(Clone)]
+pub struct Client {
+    address: ClusterAddress,
+    min_scan_bytes: u64,
+    http: reqwest::Client,
+}
+
+impl Client {
+    pub fn new(address: ClusterAddress, min_scan_bytes: u64, http: reqwest::Client) -> Self {
+        Self {
+            address,
+            min_scan_bytes,
+            http,
+        }
+    }
+
+    async fn submit(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        job: Job,
+    ) -> Result<Vec<RecordBatch>, DataFusionError> {
+        let reachable = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            tokio::net::TcpStream::connect((self.address.host.as_str(), self.address.port)),
+        )
+        .await;
+        match reachable {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => return Err(unreachable(&self.address, error.to_string())),
+            Err(_) => return Err(unreachable(&self.address, "no answer in 3 s".into())),
+        }
+        let codec = ClusterCodec::for_query(job.functions);
+        let config = job
+            .config
+            .with_option_extension(BallistaConfig::default())
+            .with_ballista_job_name(&job.name)
+            .with_ballista_adaptive_query_planner(false);
+        let mut cancel = CancelOnDrop {
+            jobs: self.rest("/api/jobs"),
+            name: job.name.clone(),
+            http: self.http.clone(),
+            base: self.rest(""),
+            armed: true,
+        };
+        let stream = execute_physical_plan::<PhysicalPlanNode>(
+            format!("http://{}:{}", self.address.host, self.address.port),
+            &BallistaConfig::default(),
+            plan,
+            &codec,
+            job.name,
+            config,
+        )
+        .await?;
+        let batches = stream.try_collect().await?;
+        cancel.armed = false;
+        Ok(batches)
+    }
+
+    fn rest(&self, path: &str) -> String {
+        format!("http://{}:{}{path}", self.address.host, self.address.port)
+    }
+}
+
+impl Cluster for Client {
+    fn min_scan_bytes(&self) -> u64 {
+        self.min_scan_bytes
+    }
+
+    fn run(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        job: Job,
+    ) -> BoxFuture<'static, Result<Vec<RecordBatch>, DataFusionError>> {
+        let client = self.clone();
+        Box::pin(async move { client.submit(plan, job).await })
+    }
+}
+
+fn unreachable(address: &ClusterAddress, reason: String) -> DataFusionError {
+    DataFusionError::External(Box::new(Unreachable(format!("{address}: {reason}"))))
+}
+
+/// Cancels the job named `name` when dropped armed (its caller stopped waiting).
+struct CancelOnDrop {
+    http: reqwest::Client,
+    base: String,
+    jobs: String,
+    name: String,
+    armed: bool,
+}
+
+#[derive(Deserialize)]
+struct JobSummary {
+    job_id: String,
+    job_name: String,
+    status: String,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if !self.armed {
+            return;
+        }
+        let (http, base, jobs, name) = (
+            self.http.clone(),
+            self.base.clone(),
+            self.jobs.clone(),
+            self.name.clone(),
+        );
+        runtime.spawn(async move {
+            if let Err(error) = cancel(&http, &base, &jobs, &name).await {
+                tracing::warn!(%error, job = %name, "could not cancel the cluster job");
+            }
+        });
+    }
+}
+
+/// Cancels the job named `name`, found in the scheduler's job list.
+async fn cancel(
+    http: &reqwest::Client,
+    base: &str,
+    jobs: &str,
+    name: &str,
+) -> Result<(), reqwest::Error> {
+    let listed: Vec<JobSummary> = http
+        .get(jobs)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    for job in listed
+        .iter()
+        .filter(|job| job.job_name == name && matches!(job.status.as_str(), "Queued" | "Running"))
+    {
+        http.patch(format!("{base}/api/job/{}", job.job_id))
+            .send()
+            .await?
+            .error_for_status()?;
+        tracing::info!(job = %job.job_id, name, "cluster job cancelled");
+    }
+    Ok(())
+}
