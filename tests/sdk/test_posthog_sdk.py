@@ -60,10 +60,15 @@ class Server:
         init = subprocess.run([BINARY, "admin", "init"], env=self.env, capture_output=True, text=True, check=True)
         created = json.loads(init.stdout.strip().splitlines()[-1])
         self.key = created["personal_api_key"]
+        self.cluster = Cluster(self.env) if os.environ.get("ANALYTICS_TEST_CLUSTER") == "on" else None
+        serve_env = self.env
+        if self.cluster:
+            # Every query that reads a file runs on the cluster.
+            serve_env = dict(self.env, ANALYTICS_QUERY_CLUSTER=self.cluster.address, ANALYTICS_CLUSTER_MIN_BYTES="1")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
-            [BINARY, "serve", "--bind", f"127.0.0.1:{self.port}"], env=self.env,
+            [BINARY, "serve", "--bind", f"127.0.0.1:{self.port}"], env=serve_env,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
         for _ in range(200):
@@ -96,14 +101,80 @@ class Server:
         except Exception:  # the table does not exist before the first commit
             return []
 
+    def engines(self):
+        """Queries of the query log by the engine that ran them."""
+        body = json.dumps({"query": {"kind": "HogQLQuery", "modifiers": {"engine": "local"},
+                                     "query": "select engine, count() from query_log group by engine"}}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/api/projects/{self.project_id}/query/", data=body, method="POST",
+            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return dict(json.load(response)["results"])
+
     def stop(self):
-        self.process.terminate()
         try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # do not let a slow stop hide the check's own error
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+            if self.cluster and self.process.poll() is None:
+                ran = self.engines()
+                assert ran.get("cluster", 0) > 0, f"no query ran on the cluster: {ran}"
+                print(f"{self.backend}: queries by engine: {ran}")
+        finally:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # do not let a slow stop hide the check's own error
+                self.process.kill()
+                self.process.wait()
+            if self.cluster:
+                self.cluster.stop()
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class Cluster:
+    """A Ballista scheduler and two executors of `analytics cluster`, each its own process on
+    loopback, over the same lake (the environment `env` names) as the server."""
+
+    def __init__(self, env, executors=2):
+        self.env = dict(env, RUST_LOG="warn")
+        port = free_port()
+        self.address = f"df://127.0.0.1:{port}"
+        self.rest = f"http://127.0.0.1:{port}"
+        self.work = tempfile.mkdtemp(prefix="analytics-cluster-")
+        self.scheduler = self.spawn(["scheduler", "--bind", f"127.0.0.1:{port}", "--advertise-host", "127.0.0.1"])
+        self.executors = [
+            self.spawn(["executor", "--scheduler", f"127.0.0.1:{port}", "--bind-host", "127.0.0.1",
+                        "--advertise-host", "127.0.0.1", "--port", str(free_port()),
+                        "--grpc-port", str(free_port()), "--concurrent-tasks", "2", "--memory-mb", "512",
+                        "--work-dir", os.path.join(self.work, f"executor-{i}")])
+            for i in range(executors)
+        ]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(self.live_executors()) >= executors:
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("the cluster's executors did not register")
+
+    def spawn(self, arguments):
+        return subprocess.Popen([BINARY, "cluster", *arguments], env=self.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def live_executors(self):
+        try:
+            with urllib.request.urlopen(f"{self.rest}/api/executors", timeout=2) as response:
+                return json.load(response)
+        except OSError:
+            return []
+
+    def jobs(self):
+        with urllib.request.urlopen(f"{self.rest}/api/jobs", timeout=5) as response:
+            return json.load(response)
+
+    def stop(self):
+        for process in [*self.executors, self.scheduler]:
+            process.kill()
+            process.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 def check(backend):

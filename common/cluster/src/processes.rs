@@ -14,9 +14,9 @@ use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::start_server;
 use common::config::Config;
-use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::{FunctionRegistry, SessionState, SessionStateBuilder};
 use datafusion::prelude::SessionConfig;
 use engine::remote;
 
@@ -90,13 +90,11 @@ pub struct ExecutorOptions {
 pub async fn run_executor(options: ExecutorOptions, config: &Config) -> Result<(), ClusterError> {
     std::fs::create_dir_all(&options.work_dir)?;
     let runtime = runtime(config, Some(options.work_dir.clone()))?;
+    // DataFusion's functions (all of them: Ballista's default leaves out the nested ones, such
+    // as `array_sort`) and the dialect's aggregates, found by name when a task is decoded.
+    let functions =
+        BallistaFunctionRegistry::from(&session_state(session_config(), runtime.clone())?);
     let producer: RuntimeProducer = Arc::new(move |_| Ok(runtime.clone()));
-    let mut functions = BallistaFunctionRegistry::default();
-    for udaf in remote::aggregate_functions() {
-        functions
-            .aggregate_functions
-            .insert(udaf.name().to_owned(), Arc::new(udaf));
-    }
     let executor = ExecutorProcessConfig {
         bind_host: options.bind_host,
         external_host: Some(options.advertise_host),
@@ -118,6 +116,23 @@ pub async fn run_executor(options: ExecutorOptions, config: &Config) -> Result<(
     };
     start_executor_process(Arc::new(executor)).await?;
     Ok(())
+}
+
+/// A session with DataFusion's functions and the dialect's aggregates (its scalar functions
+/// travel with their parameters, see `codec`), reading the lake through `runtime`.
+fn session_state(
+    config: SessionConfig,
+    runtime: Arc<RuntimeEnv>,
+) -> datafusion::common::Result<SessionState> {
+    let mut state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .build();
+    for udaf in remote::aggregate_functions() {
+        state.register_udaf(Arc::new(udaf))?;
+    }
+    Ok(state)
 }
 
 /// The settings every session of the cluster starts from (a query's own are applied on top).

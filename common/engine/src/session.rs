@@ -314,7 +314,16 @@ impl Session {
             });
             let ran = match remote {
                 Some((cluster, always)) => {
-                    let portable = portable_scan::portable(physical.clone())?;
+                    // Dynamic filters tie a join's probe side to its build side in one
+                    // process; Ballista's stages cannot carry them (its scheduler fails the
+                    // stage), so the cluster's plan is made without them.
+                    let mut distributed = state.clone();
+                    distributed.config_mut().options_mut().set(
+                        "datafusion.optimizer.enable_dynamic_filter_pushdown",
+                        "false",
+                    )?;
+                    let planned = distributed.create_physical_plan(&plan).await?;
+                    let portable = portable_scan::portable(planned)?;
                     let job = remote::Job {
                         name: job_name,
                         functions,
