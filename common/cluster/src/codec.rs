@@ -37,8 +37,11 @@ pub struct ClusterCodec {
     /// each function's bytes.
     parameters: Option<FunctionParameters>,
     /// The dialect's functions already rebuilt, by their parameters.
-    rebuilt: Mutex<HashMap<FunctionParameters, Arc<HashMap<String, Arc<ScalarUDF>>>>>,
+    rebuilt: Mutex<HashMap<FunctionParameters, Arc<Functions>>>,
 }
+
+/// The dialect's functions of one set of parameters, by name.
+type Functions = HashMap<String, Arc<ScalarUDF>>;
 
 impl ClusterCodec {
     /// The codec of a client sending a query whose functions have `parameters`.
@@ -209,5 +212,160 @@ impl ScalarUDFImpl for Parameterised {
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         self.inner.coerce_types(arg_types)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::util::pretty::pretty_format_batches;
+    use datafusion::catalog::MemTable;
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+    use datafusion::physical_plan::{ExecutionPlan, collect, displayable};
+    use datafusion::prelude::SessionContext;
+    use datafusion_proto::physical_plan::{AsExecutionPlan, PhysicalExtensionCodec};
+    use datafusion_proto::protobuf::PhysicalPlanNode;
+    use engine::DenseGroupsExec;
+    use engine::remote::{self, FunctionParameters};
+
+    use super::ClusterCodec;
+
+    /// A session over a small table, with the dialect's functions in `zone`.
+    fn session(zone: &str) -> SessionContext {
+        let ctx = SessionContext::new();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("event_code", DataType::Int64, false),
+            Field::new("at", DataType::Utf8, false),
+        ]));
+        let rows = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 1, 2, 3, 3, 3])),
+                Arc::new(StringArray::from(vec![
+                    "2026-03-29 01:30:00",
+                    "2026-03-29 03:30:00",
+                    "2026-03-28 23:59:59",
+                    "2026-03-29 00:00:00",
+                    "2026-03-29 12:00:00",
+                    "2026-03-30 00:30:00",
+                ])),
+            ],
+        )
+        .unwrap();
+        let table = MemTable::try_new(schema, vec![vec![rows]]).unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let parameters = FunctionParameters {
+            zone: zone.into(),
+            event_names: Some(vec!["a".into(), "b".into(), "c".into()]),
+        };
+        for udf in parameters.scalar_functions() {
+            ctx.register_udf(udf);
+        }
+        for udaf in remote::aggregate_functions() {
+            ctx.register_udaf(udaf);
+        }
+        ctx
+    }
+
+    /// `plan` with its partial aggregations grouped by `event_code` run by `DenseGroupsExec`.
+    fn with_dense_groups(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        plan.transform_up(|node| match node.downcast_ref::<AggregateExec>() {
+            Some(aggregate) if *aggregate.mode() == AggregateMode::Partial => Ok(Transformed::yes(
+                Arc::new(DenseGroupsExec::new(aggregate.clone())) as _,
+            )),
+            _ => Ok(Transformed::no(node)),
+        })
+        .unwrap()
+        .data
+    }
+
+    fn round_trip(
+        plan: &Arc<dyn ExecutionPlan>,
+        sender: &ClusterCodec,
+        receiver: &SessionContext,
+    ) -> (Arc<dyn ExecutionPlan>, Vec<u8>) {
+        let node = PhysicalPlanNode::try_from_physical_plan(plan.clone(), sender).unwrap();
+        let mut bytes = Vec::new();
+        prost::Message::encode(&node, &mut bytes).unwrap();
+        let decoded = node
+            .try_into_physical_plan(&receiver.task_ctx(), &ClusterCodec::default())
+            .unwrap();
+        (decoded, bytes)
+    }
+
+    #[tokio::test]
+    async fn plans_keep_their_dense_grouping_and_their_functions_parameters_through_two_hops() {
+        let zone = "Europe/Paris";
+        let client = session(zone);
+        let sql = "select hogql_event_name(event_code) name, count(), \
+                   min(hogql_to_datetime(at)) first from t group by event_code order by name";
+        let planned = client
+            .sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let plan = with_dense_groups(planned);
+        assert!(
+            displayable(plan.as_ref())
+                .indent(true)
+                .to_string()
+                .contains("DenseGroupsExec")
+        );
+        let expected =
+            pretty_format_batches(&collect(plan.clone(), client.task_ctx()).await.unwrap())
+                .unwrap()
+                .to_string();
+
+        // Client to scheduler (knowing nothing of the zone), then scheduler to executor.
+        let scheduler = SessionContext::new();
+        let sent = ClusterCodec::for_query(FunctionParameters {
+            zone: zone.into(),
+            event_names: None,
+        });
+        let (at_scheduler, _) = round_trip(&plan, &sent, &scheduler);
+        let (at_executor, bytes) = round_trip(&at_scheduler, &ClusterCodec::default(), &scheduler);
+        assert!(
+            String::from_utf8_lossy(&bytes).contains(zone),
+            "the zone travels on"
+        );
+        assert_eq!(
+            displayable(at_executor.as_ref()).indent(true).to_string(),
+            displayable(plan.as_ref()).indent(true).to_string()
+        );
+        let answered = collect(at_executor, scheduler.task_ctx()).await.unwrap();
+        assert_eq!(
+            pretty_format_batches(&answered).unwrap().to_string(),
+            expected
+        );
+    }
+
+    #[test]
+    fn datafusion_functions_travel_by_name_and_unknown_bytes_are_refused() {
+        let codec = ClusterCodec::default();
+        let mut buf = Vec::new();
+        let upper = datafusion::functions::string::upper();
+        codec.try_encode_udf(&upper, &mut buf).unwrap();
+        assert!(
+            buf.is_empty(),
+            "DataFusion's own functions are found by name"
+        );
+        assert!(codec.try_decode_udf("upper", &[]).is_err());
+        assert!(codec.try_decode_udf("hogql_to_int", b"not json").is_err());
+        let ctx = SessionContext::new();
+        let error = codec
+            .try_decode(
+                &[9, 9],
+                &[],
+                &ctx.task_ctx(),
+                &datafusion_proto::physical_plan::DefaultPhysicalProtoConverter {},
+            )
+            .unwrap_err();
+        assert!(error.to_string().contains("no codec we know"), "{error}");
     }
 }

@@ -7,9 +7,12 @@
 
 mod client;
 mod codec;
+#[cfg(feature = "processes")]
 mod processes;
+#[cfg(feature = "processes")]
 mod stores;
 
 pub use client::Client;
 pub use codec::ClusterCodec;
+#[cfg(feature = "processes")]
 pub use processes::{ClusterError, ExecutorOptions, SchedulerOptions, run_executor, run_scheduler};

@@ -73,8 +73,9 @@ pub struct ExecutorOptions {
     pub scheduler_host: String,
     pub scheduler_port: u16,
     pub bind_host: String,
-    /// The host the scheduler and clients reach it at.
-    pub advertise_host: String,
+    /// The host the scheduler and clients reach it at (`None`: the address the scheduler sees
+    /// it connect from).
+    pub advertise_host: Option<String>,
     /// Arrow Flight (results and shuffles) and gRPC (tasks) ports.
     pub flight_port: u16,
     pub grpc_port: u16,
@@ -97,7 +98,7 @@ pub async fn run_executor(options: ExecutorOptions, config: &Config) -> Result<(
     let producer: RuntimeProducer = Arc::new(move |_| Ok(runtime.clone()));
     let executor = ExecutorProcessConfig {
         bind_host: options.bind_host,
-        external_host: Some(options.advertise_host),
+        external_host: options.advertise_host,
         port: options.flight_port,
         grpc_port: options.grpc_port,
         scheduler_host: options.scheduler_host,

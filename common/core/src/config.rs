@@ -310,6 +310,37 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_query_cluster() {
+        let unset = config(&[]).unwrap();
+        assert_eq!(unset.query.cluster, None);
+        assert_eq!(unset.query.cluster_min_bytes, 4 << 30);
+        let set = config(&[
+            ("ANALYTICS_QUERY_CLUSTER", "df://scheduler.local:50050"),
+            ("ANALYTICS_CLUSTER_MIN_BYTES", "1000"),
+        ])
+        .unwrap();
+        let address = set.query.cluster.unwrap();
+        assert_eq!(
+            (address.host.as_str(), address.port),
+            ("scheduler.local", 50050)
+        );
+        assert_eq!(address.to_string(), "df://scheduler.local:50050");
+        assert_eq!(set.query.cluster_min_bytes, 1000);
+        for bad in [
+            "scheduler:50050",
+            "df://:50050",
+            "df://host",
+            "df://host:port",
+        ] {
+            let error = config(&[("ANALYTICS_QUERY_CLUSTER", bad)]).unwrap_err();
+            assert!(
+                error.to_string().contains("df://host:port"),
+                "{bad}: {error}"
+            );
+        }
+    }
+
+    #[test]
     fn reads_the_cloud_settings() {
         let config = config(&[
             ("ANALYTICS_BACKEND", "DynamoDB"),

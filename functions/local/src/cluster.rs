@@ -30,9 +30,10 @@ pub enum ClusterCommand {
         scheduler: String,
         #[arg(long, default_value = "0.0.0.0")]
         bind_host: String,
-        /// The host the scheduler and query services reach it at.
-        #[arg(long, default_value = "localhost")]
-        advertise_host: String,
+        /// The host the scheduler and query services reach it at (default: the address the
+        /// scheduler sees it connect from, as on ECS, where a task learns its own only then).
+        #[arg(long)]
+        advertise_host: Option<String>,
         /// Arrow Flight port (results and shuffles).
         #[arg(long, default_value_t = 50051)]
         port: u16,
