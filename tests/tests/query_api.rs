@@ -246,6 +246,7 @@ async fn async_queries_report_status_results_and_log() {
             field("api_key_mask").as_str().unwrap().starts_with("phx_"),
             "{body}"
         );
+        assert_eq!(field("engine"), "local", "no cluster is configured");
 
         // Errors: a failing async query reports its message; unknown ids are 404.
         let (status, _) = post(&world, &path, world.admin_key(), json!({
@@ -606,6 +607,40 @@ async fn upgrade_check_auth_and_draft_sql() {
         prompt.contains("how many pageviews") && prompt.contains("events("),
         "{prompt}"
     );
+}
+
+#[tokio::test]
+async fn the_engine_modifier_is_checked_and_the_cluster_needs_one() {
+    for world in World::all().await {
+        let name = world.name();
+        let team = world.bootstrap.project.id;
+        let path = format!("/api/projects/{team}/query/");
+        let node = |engine: Value| {
+            json!({"query": {"kind": "HogQLQuery", "query": "select 1", "modifiers": {"engine": engine}},
+                   "refresh": "force_blocking"})
+        };
+        for bad in [json!("ballista"), json!(1)] {
+            let (status, body) = post(&world, &path, world.admin_key(), node(bad.clone())).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {bad}: {body}");
+            assert_eq!(body["attr"], "query.modifiers.engine", "{name}: {body}");
+        }
+        let (status, body) = post(&world, &path, world.admin_key(), node(json!("local"))).await;
+        assert_eq!(
+            (status, &body["results"]),
+            (StatusCode::OK, &json!([[1]])),
+            "{name}: {body}"
+        );
+        // Asking for a cluster where none is configured: a 503 that says so.
+        let (status, body) = post(&world, &path, world.admin_key(), node(json!("cluster"))).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{name}: {body}");
+        assert_eq!(body["code"], "cluster_unavailable", "{name}: {body}");
+        error_shape(&body);
+        let trends = json!({"query": {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "x"}],
+                                      "modifiers": {"engine": "everywhere"}}});
+        let (status, body) = post(&world, &path, world.admin_key(), trends).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {body}");
+        assert_eq!(body["attr"], "query.modifiers.engine", "{name}: {body}");
+    }
 }
 
 #[tokio::test]

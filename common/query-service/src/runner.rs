@@ -406,7 +406,8 @@ pub async fn collect(
         &plan.prepared,
         &limits,
     )
-    .await?;
+    .await?
+    .with_cluster(cluster(state), engine::remote::Placement::Auto);
     session.collect(&plan.prepared, &limits).await
 }
 
