@@ -13,7 +13,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::common::DataFusionError;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::protobuf::PhysicalPlanNode;
-use engine::remote::{Cluster, Job, Unreachable};
+use engine::remote::{Cluster, Job, RemoteProgress, Unreachable};
 use futures::TryStreamExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -68,16 +68,25 @@ impl Client {
             base: self.rest(""),
             armed: true,
         };
-        let stream = execute_physical_plan::<PhysicalPlanNode>(
-            format!("http://{}:{}", self.address.host, self.address.port),
-            &BallistaConfig::default(),
-            plan,
-            &codec,
-            job.name,
-            config,
-        )
-        .await?;
-        let batches = stream.try_collect().await?;
+        let _progress = Watch(tokio::spawn(report_progress(
+            self.http.clone(),
+            self.rest("/api/jobs"),
+            job.name.clone(),
+            job.progress,
+        )));
+        let ran = async {
+            let stream = execute_physical_plan::<PhysicalPlanNode>(
+                format!("http://{}:{}", self.address.host, self.address.port),
+                &BallistaConfig::default(),
+                plan,
+                &codec,
+                job.name,
+                config,
+            )
+            .await?;
+            stream.try_collect().await
+        };
+        let batches = ran.await.map_err(memory_as_such)?;
         cancel.armed = false;
         Ok(batches)
     }
@@ -102,6 +111,51 @@ impl Cluster for Client {
     }
 }
 
+/// A job that failed for want of memory on an executor, as the local engine says it (Ballista
+/// passes the executor's error on as text).
+fn memory_as_such(error: DataFusionError) -> DataFusionError {
+    let text = error.to_string();
+    if text.contains("Resources exhausted") {
+        DataFusionError::ResourcesExhausted(text)
+    } else {
+        error
+    }
+}
+
+/// How often a running job's progress is read from the scheduler.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Reads the progress of the job named `name` from the scheduler's job list into `progress`,
+/// until aborted.
+async fn report_progress(
+    http: reqwest::Client,
+    jobs: String,
+    name: String,
+    progress: Arc<RemoteProgress>,
+) {
+    loop {
+        tokio::time::sleep(PROGRESS_EVERY).await;
+        let Ok(response) = http.get(&jobs).send().await else {
+            continue;
+        };
+        let Ok(listed) = response.json::<Vec<JobSummary>>().await else {
+            continue;
+        };
+        if let Some(job) = listed.iter().find(|job| job.job_name == name) {
+            progress.set_percent(job.percent_complete);
+        }
+    }
+}
+
+/// A task aborted when this is dropped.
+struct Watch(tokio::task::JoinHandle<()>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn unreachable(address: &ClusterAddress, reason: String) -> DataFusionError {
     DataFusionError::External(Box::new(Unreachable(format!("{address}: {reason}"))))
 }
@@ -120,6 +174,8 @@ struct JobSummary {
     job_id: String,
     job_name: String,
     status: String,
+    #[serde(default)]
+    percent_complete: u8,
 }
 
 impl Drop for CancelOnDrop {

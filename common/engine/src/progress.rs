@@ -2,6 +2,7 @@
 //! the scans have read, the rows they are expected to read, and the compute time spent. What
 //! PostHog reads from ClickHouse's `system.processes` for an async query's `query_progress`.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use datafusion::physical_plan::metrics::MetricsSet;
@@ -42,6 +43,23 @@ struct Watched {
     plan: Arc<dyn ExecutionPlan>,
     /// Rows its scans are expected to read (statistics do not change while it runs).
     estimated_rows: u64,
+    /// When it runs on a cluster (its operators are not here to read): how far the job is.
+    remote: Option<Arc<RemoteProgress>>,
+}
+
+/// How far a job on a cluster has got, as its scheduler reports it (the share of its stages
+/// done, in percent); the cluster's client updates it while the job runs.
+#[derive(Debug, Default)]
+pub struct RemoteProgress(AtomicU8);
+
+impl RemoteProgress {
+    pub fn set_percent(&self, percent: u8) {
+        self.0.store(percent.min(100), Ordering::Relaxed);
+    }
+
+    fn percent(&self) -> u64 {
+        u64::from(self.0.load(Ordering::Relaxed))
+    }
 }
 
 impl Progress {
@@ -51,14 +69,25 @@ impl Progress {
 
     /// Watches `plan` (a query about to run) beside the plans already watched.
     pub(crate) fn publish(&self, plan: Arc<dyn ExecutionPlan>) {
+        self.watch(plan, None);
+    }
+
+    /// Watches `plan`, run on a cluster whose job reports how far it is to `remote`.
+    pub(crate) fn publish_remote(&self, plan: Arc<dyn ExecutionPlan>, remote: Arc<RemoteProgress>) {
+        self.watch(plan, Some(remote));
+    }
+
+    /// Watches `plan`, instead of itself when it is already watched (a query meant for the
+    /// cluster that runs here after all).
+    fn watch(&self, plan: Arc<dyn ExecutionPlan>, remote: Option<Arc<RemoteProgress>>) {
         let estimated_rows = estimated_rows(plan.as_ref());
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Watched {
-                plan,
-                estimated_rows,
-            });
+        let mut watched = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        watched.retain(|watched| !Arc::ptr_eq(&watched.plan, &plan));
+        watched.push(Watched {
+            plan,
+            estimated_rows,
+            remote,
+        });
     }
 
     /// What every watched plan has done so far (zeros before the first is planned).
@@ -67,7 +96,14 @@ impl Progress {
         watched
             .iter()
             .map(|watched| {
-                let mut scanned = scanned(watched.plan.as_ref());
+                let mut scanned = match &watched.remote {
+                    // Rows in proportion to the stages done: the executors' metrics stay there.
+                    Some(remote) => Scanned {
+                        rows: watched.estimated_rows * remote.percent() / 100,
+                        ..Scanned::default()
+                    },
+                    None => scanned(watched.plan.as_ref()),
+                };
                 scanned.estimated_rows = watched.estimated_rows.max(scanned.rows);
                 scanned
             })

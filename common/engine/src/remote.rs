@@ -14,6 +14,7 @@ use datafusion::prelude::SessionConfig;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+pub use crate::progress::RemoteProgress;
 use crate::{date_trunc, event_names, funnel, typing, udfs, uniq};
 
 /// Where a session's large queries run instead of in this process.
@@ -37,6 +38,8 @@ pub struct Job {
     pub functions: FunctionParameters,
     /// The session's settings (time zone, batch size...), applied where the plan runs.
     pub config: SessionConfig,
+    /// Where the client reports how far the job is (the query's `query_progress`).
+    pub progress: Arc<RemoteProgress>,
 }
 
 /// The cluster could not be reached (its scheduler is down, or the address is wrong): a query

@@ -308,10 +308,12 @@ impl Session {
                 .await?;
             let physical = state.create_physical_plan(&plan).await?;
             let planned = started.elapsed().as_secs_f64();
-            progress.publish(physical.clone());
             let remote = cluster.filter(|(cluster, always)| {
                 *always || remote::scan_bytes(&physical) > cluster.min_scan_bytes()
             });
+            if remote.is_none() {
+                progress.publish(physical.clone());
+            }
             let ran = match remote {
                 Some((cluster, always)) => {
                     // Dynamic filters tie a join's probe side to its build side in one
@@ -328,10 +330,13 @@ impl Session {
                         name: job_name,
                         functions,
                         config: ctx.copied_config(),
+                        progress: Arc::default(),
                     };
+                    progress.publish_remote(physical.clone(), job.progress.clone());
                     match cluster.run(portable, job).await {
                         Err(error) if !always && remote::Unreachable::is(&error) => {
                             tracing::warn!(%error, "the cluster is unreachable: running the query here");
+                            progress.publish(physical.clone());
                             None
                         }
                         ran => Some((ran?, Engine::Cluster)),
