@@ -55,17 +55,16 @@ impl Client {
             Ok(Err(error)) => return Err(unreachable(&self.address, error.to_string())),
             Err(_) => return Err(unreachable(&self.address, "no answer in 3 s".into())),
         }
-        let codec = ClusterCodec::for_query(job.functions);
+        let codec = ClusterCodec::for_query(job.zone);
         let config = job
             .config
             .with_option_extension(BallistaConfig::default())
             .with_ballista_job_name(&job.name)
             .with_ballista_adaptive_query_planner(false);
         let mut cancel = CancelOnDrop {
-            jobs: self.rest("/api/jobs"),
             name: job.name.clone(),
             http: self.http.clone(),
-            base: self.rest(""),
+            scheduler: self.rest(""),
             armed: true,
         };
         let _progress = Watch(tokio::spawn(report_progress(
@@ -163,8 +162,8 @@ fn unreachable(address: &ClusterAddress, reason: String) -> DataFusionError {
 /// Cancels the job named `name` when dropped armed (its caller stopped waiting).
 struct CancelOnDrop {
     http: reqwest::Client,
-    base: String,
-    jobs: String,
+    /// The scheduler's REST API (`http://host:port`).
+    scheduler: String,
     name: String,
     armed: bool,
 }
@@ -186,14 +185,10 @@ impl Drop for CancelOnDrop {
         if !self.armed {
             return;
         }
-        let (http, base, jobs, name) = (
-            self.http.clone(),
-            self.base.clone(),
-            self.jobs.clone(),
-            self.name.clone(),
-        );
+        let (http, scheduler, name) =
+            (self.http.clone(), self.scheduler.clone(), self.name.clone());
         runtime.spawn(async move {
-            if let Err(error) = cancel(&http, &base, &jobs, &name).await {
+            if let Err(error) = cancel(&http, &scheduler, &name).await {
                 tracing::warn!(%error, job = %name, "could not cancel the cluster job");
             }
         });
@@ -201,14 +196,9 @@ impl Drop for CancelOnDrop {
 }
 
 /// Cancels the job named `name`, found in the scheduler's job list.
-async fn cancel(
-    http: &reqwest::Client,
-    base: &str,
-    jobs: &str,
-    name: &str,
-) -> Result<(), reqwest::Error> {
+async fn cancel(http: &reqwest::Client, scheduler: &str, name: &str) -> Result<(), reqwest::Error> {
     let listed: Vec<JobSummary> = http
-        .get(jobs)
+        .get(format!("{scheduler}/api/jobs"))
         .send()
         .await?
         .error_for_status()?
@@ -218,7 +208,7 @@ async fn cancel(
         .iter()
         .filter(|job| job.job_name == name && matches!(job.status.as_str(), "Queued" | "Running"))
     {
-        http.patch(format!("{base}/api/job/{}", job.job_id))
+        http.patch(format!("{scheduler}/api/job/{}", job.job_id))
             .send()
             .await?
             .error_for_status()?;

@@ -33,9 +33,9 @@ const DENSE_GROUPS: u8 = 1;
 #[derive(Debug, Default)]
 pub struct ClusterCodec {
     ballista: BallistaPhysicalExtensionCodec,
-    /// The parameters of the query being sent (on the client); the receivers read them from
-    /// each function's bytes.
-    parameters: Option<FunctionParameters>,
+    /// The time zone of the query being sent (on the client); the receivers read it from each
+    /// function's bytes.
+    zone: Option<String>,
     /// The dialect's functions already rebuilt, by their parameters.
     rebuilt: Mutex<HashMap<FunctionParameters, Arc<Functions>>>,
 }
@@ -44,10 +44,10 @@ pub struct ClusterCodec {
 type Functions = HashMap<String, Arc<ScalarUDF>>;
 
 impl ClusterCodec {
-    /// The codec of a client sending a query whose functions have `parameters`.
-    pub fn for_query(parameters: FunctionParameters) -> Self {
+    /// The codec of a client sending a query in time zone `zone`.
+    pub fn for_query(zone: String) -> Self {
         Self {
-            parameters: Some(parameters),
+            zone: Some(zone),
             ..Self::default()
         }
     }
@@ -154,11 +154,13 @@ impl PhysicalExtensionCodec for ClusterCodec {
             // DataFusion's own: found by name where the plan is read.
             return Ok(());
         }
-        let Some(parameters) = &self.parameters else {
+        let Some(zone) = &self.zone else {
             return internal_err!("function {} has no parameters to send", udf.name());
         };
-        let mut parameters = parameters.clone();
-        parameters.event_names = remote::event_names_of(udf).map(|names| names.to_vec());
+        let parameters = FunctionParameters {
+            zone: zone.clone(),
+            event_names: remote::event_names_of(udf).map(|names| names.to_vec()),
+        };
         let wire = serde_json::to_vec(&parameters)
             .map_err(|error| DataFusionError::External(Box::new(error)))?;
         buf.extend_from_slice(&wire);
@@ -324,10 +326,7 @@ mod tests {
 
         // Client to scheduler (knowing nothing of the zone), then scheduler to executor.
         let scheduler = SessionContext::new();
-        let sent = ClusterCodec::for_query(FunctionParameters {
-            zone: zone.into(),
-            event_names: None,
-        });
+        let sent = ClusterCodec::for_query(zone.into());
         let (at_scheduler, _) = round_trip(&plan, &sent, &scheduler);
         let (at_executor, bytes) = round_trip(&at_scheduler, &ClusterCodec::default(), &scheduler);
         assert!(

@@ -34,8 +34,9 @@ pub trait Cluster: Send + Sync {
 pub struct Job {
     /// The query's id (the job's name on the cluster, so it can be found and cancelled).
     pub name: String,
-    /// The parameters of the dialect's functions in this query.
-    pub functions: FunctionParameters,
+    /// The project's time zone (IANA name), the dialect's functions' parameter; the one naming
+    /// event codes carries its names itself.
+    pub zone: String,
     /// The session's settings (time zone, batch size...), applied where the plan runs.
     pub config: SessionConfig,
     /// Where the client reports how far the job is (the query's `query_progress`).

@@ -24,7 +24,7 @@ use crate::{
     Prepared, QueryError, clickhouse_defaults, day_bounds, dense_groups, funnel, plain_scan,
     portable_scan, remote, results, shredded, single_phase, tables, udfs,
 };
-use remote::{Cluster, Engine, FunctionParameters, Placement};
+use remote::{Cluster, Engine, Placement};
 
 /// Bytes of Parquet footers (with their page indexes) kept between queries.
 const PARQUET_FOOTER_CACHE_BYTES: usize = 64 << 20;
@@ -276,13 +276,9 @@ impl Session {
                 "this query asked for the cluster, and none is configured (ANALYTICS_QUERY_CLUSTER)".into(),
             )),
         };
-        let functions = FunctionParameters {
-            zone: self.zone.name().to_owned(),
-            event_names: (!self.coverage.event_names.is_empty())
-                .then(|| self.coverage.event_names.to_vec()),
-        };
         // Unique, so the job can be found on the cluster (to cancel it).
         let job_name = uuid::Uuid::new_v4().to_string();
+        let zone = self.zone.name().to_owned();
         let ctx = self.ctx.clone();
         let progress = progress.clone();
         let statement = self.statement(prepared);
@@ -328,7 +324,7 @@ impl Session {
                     let portable = portable_scan::portable(planned)?;
                     let job = remote::Job {
                         name: job_name,
-                        functions,
+                        zone,
                         config: ctx.copied_config(),
                         progress: Arc::default(),
                     };
