@@ -85,8 +85,13 @@ let flagsAfterIdentify = null;
 try {
     const context = await browser.newContext();
     const tab = await context.newPage();
+    // A customer's console stays clean: no CORS complaint, no error from posthog-js.
     tab.on('console', (message) => {
-        if (/CORS|Access-Control/i.test(message.text())) failures.push(`console: ${message.text()}`);
+        // (The page's own server has no favicon: its 404 is not the SDK's.)
+        const from = message.location().url ?? '';
+        if (from.startsWith(`${pageOrigin}/favicon`)) return;
+        if (/CORS|Access-Control/i.test(message.text()) || message.type() === 'error')
+            failures.push(`console ${message.type()}: ${message.text()} (${from})`);
     });
     tab.on('pageerror', (error) => failures.push(`page error: ${error.message}`));
 
@@ -207,6 +212,15 @@ for (const request of [...capture, ...flagRequests]) {
     if (request.allow_origin !== pageOrigin) failures.push(`${what}: Access-Control-Allow-Origin ${request.allow_origin}`);
     if (request.allow_credentials !== 'true') failures.push(`${what}: Access-Control-Allow-Credentials ${request.allow_credentials}`);
 }
+// Nothing the SDK asks of the API fails (remote config, flags, surveys, capture).
+for (const request of log) {
+    if (request.error || request.status >= 400)
+        failures.push(`${request.method} ${request.path}: ${request.error ?? `status ${request.status}`}`);
+}
+// posthog-js loads its remote config as a script first, and needs no JSON fallback.
+const remoteConfig = log.filter((r) => r.path.startsWith(`/array/${token}/config`));
+if (!remoteConfig.some((r) => r.path.endsWith('/config.js') && r.status === 200))
+    failures.push(`posthog-js loaded no remote config: ${JSON.stringify(remoteConfig)}`);
 const posts = capture.filter((r) => r.method === 'POST' && !r.error);
 if (posts.length === 0) failures.push('the browser sent no capture request');
 // posthog-js sends gzip as text/plain (a "simple" request: no preflight) or JSON (preflighted),

@@ -259,9 +259,18 @@ fn normalize(
         (Some(at), None, None) => at,
         (None, _, None) => now,
     };
+    // posthog-js sends autocapture's elements as the `$elements_chain` property when the remote
+    // config says `elementsChainAsString`; PostHog moves it to the column, as here.
     let elements_chain = match event.get("elements_chain") {
         Some(Value::String(chain)) => Some(chain.clone()),
-        _ => None,
+        _ => match properties.remove("$elements_chain") {
+            Some(Value::String(chain)) => Some(chain),
+            Some(other) => {
+                properties.insert("$elements_chain".to_owned(), other);
+                None
+            }
+            None => None,
+        },
     };
     Ok(StagedEvent {
         uuid,
@@ -339,6 +348,22 @@ mod tests {
         assert_eq!(events[0].uuid.to_string(), uuid);
         assert_eq!(events[0].properties["$set"]["email"], "a@b.co");
         assert_eq!(events[0].properties["$set_once"]["first"], 1);
+    }
+
+    #[test]
+    fn the_elements_chain_property_moves_to_its_column() {
+        let chain = r#"a.btn:href="/buy"nth-child="1"nth-of-type="1"text="Buy""#;
+        let events = staged(json!({"event": "$autocapture", "distinct_id": "d",
+            "properties": {"$elements_chain": chain, "$event_type": "click"}}))
+        .unwrap();
+        assert_eq!(events[0].elements_chain.as_deref(), Some(chain));
+        assert!(!events[0].properties.contains_key("$elements_chain"));
+        // The top-level field wins; a property that is not a string stays a property.
+        let events = staged(json!({"event": "$autocapture", "distinct_id": "d",
+            "elements_chain": "div:", "properties": {"$elements_chain": 3}}))
+        .unwrap();
+        assert_eq!(events[0].elements_chain.as_deref(), Some("div:"));
+        assert_eq!(events[0].properties["$elements_chain"], 3);
     }
 
     #[test]

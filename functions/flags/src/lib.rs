@@ -1,9 +1,11 @@
 //! Route family `flags`: feature-flag CRUD and its activity log (`/api/projects/:id/feature_flags/`),
 //! evaluation for PostHog's SDKs (`/flags/`, `/decide/`) and the definitions server SDKs evaluate
-//! locally (`/api/feature_flag/local_evaluation/`, `/flags/definitions`).
+//! locally (`/api/feature_flag/local_evaluation/`, `/flags/definitions`), and posthog-js's remote
+//! config (`/array/:token/config`, `/array/:token/config.js`).
 
 mod crud;
 mod definitions;
+mod remote_config;
 mod sdk;
 
 use axum::routing::get;
@@ -44,4 +46,6 @@ pub fn router() -> Routes {
         .route("/flags/definitions", get(definitions::for_token))
         .route("/flags", get(sdk::flags).post(sdk::flags))
         .route("/decide", get(sdk::decide).post(sdk::decide))
+        .route("/array/{token}/config", get(remote_config::json))
+        .route("/array/{token}/config.js", get(remote_config::script))
 }
