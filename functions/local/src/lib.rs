@@ -17,7 +17,7 @@ pub type Family = (&'static str, fn() -> Routes);
 
 /// Every HTTP route family: what `analytics serve` mounts, each family's `main.rs` serves alone,
 /// and the tests walk.
-pub const FAMILIES: [Family; 8] = [
+pub const FAMILIES: [Family; 10] = [
     ("users", users::router),
     ("capture", capture::router),
     ("query", query::router),
@@ -26,6 +26,8 @@ pub const FAMILIES: [Family; 8] = [
     ("cohorts", cohorts::router),
     ("surveys", surveys::router),
     ("endpoints", endpoints::router),
+    ("dashboards", dashboards::router),
+    ("persons", persons::router),
 ];
 
 /// Every family's routes, as `analytics serve` mounts them.
