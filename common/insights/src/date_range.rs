@@ -114,6 +114,17 @@ impl Interval {
 }
 
 impl Range {
+    /// Where an insight's counted events start (PostHog's
+    /// `date_from_with_adjusted_start_of_interval`): `from` with `explicitDate`, else the start
+    /// of its bucket.
+    pub fn counted_from(&self, explicit: bool, interval: Interval, ctx: &Context) -> DateTime<Utc> {
+        if explicit {
+            self.from
+        } else {
+            bucket_start(self.from, interval, ctx).with_timezone(&Utc)
+        }
+    }
+
     /// True when `date_from` was `all` (`from` is then the Unix epoch).
     pub fn from_all(&self) -> bool {
         self.from == ALL_FROM
@@ -392,6 +403,54 @@ pub fn iso(instant: DateTime<Utc>, ctx: &Context) -> String {
 /// time zone): `toDateTime('2024-01-01 05:00:00.000000Z')`.
 pub fn sql_datetime(instant: DateTime<Utc>) -> String {
     format!("toDateTime('{}')", instant.format("%Y-%m-%d %H:%M:%S%.6fZ"))
+}
+
+/// The dialect expression giving the 0-based interval of `column` (a UTC timestamp), counted
+/// from `first` (the start of a bucket). Integer arithmetic over truncated values: a local day
+/// may be an hour longer or shorter across a DST change, which the half-day shift absorbs.
+/// Weeks are whole days from `first` (a week start), which avoids `toStartOfWeek` on zoned
+/// times (its Sunday mode adds a day, which fails on an ambiguous local time). Hours and
+/// minutes step as elapsed time. Rows before `first` are the caller's to keep out.
+pub fn interval_index(
+    column: &str,
+    interval: Interval,
+    first: DateTime<Utc>,
+    ctx: &Context,
+) -> String {
+    let zone = crate::sql_text::string(ctx.timezone.name());
+    let local_first = first.with_timezone(&ctx.timezone).naive_local();
+    let day_index = format!(
+        "intDiv(toUnixTimestamp(toStartOfDay(toTimeZone({column}, {zone}))) - {} + 43200, 86400)",
+        first.timestamp()
+    );
+    match interval {
+        Interval::Minute => format!(
+            "intDiv(toUnixTimestamp({column}) - {}, 60)",
+            first.timestamp()
+        ),
+        Interval::Hour => format!(
+            "intDiv(toUnixTimestamp({column}) - {}, 3600)",
+            first.timestamp()
+        ),
+        Interval::Day => day_index,
+        Interval::Week => format!("intDiv({day_index}, 7)"),
+        Interval::Month => {
+            // toStartOfMonth gives the local date of the month's first day.
+            let month = format!("toStartOfMonth(toTimeZone({column}, {zone}))");
+            format!(
+                "toYear({month}) * 12 + toMonth({month}) - {}",
+                i64::from(local_first.year()) * 12 + i64::from(local_first.month())
+            )
+        }
+    }
+}
+
+/// `dateRange.explicitDate` (checked by [`resolve`]): when set, bounds are used as given.
+pub fn explicit_date(date_range: Option<&Value>) -> bool {
+    date_range
+        .and_then(|range| range.get("explicitDate"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// A time cell of an engine result, as an instant in the project's zone: ISO text with an

@@ -46,6 +46,19 @@ const TRENDS_QUERY: &[&str] = &[
 ];
 const FUNNELS_QUERY: &[&str] = &["series", "interval", "breakdownFilter", "funnelsFilter"];
 const RETENTION_QUERY: &[&str] = &["retentionFilter", "breakdownFilter"];
+const STICKINESS_QUERY: &[&str] = &[
+    "series",
+    "interval",
+    "intervalCount",
+    "stickinessFilter",
+    "compareFilter",
+];
+const LIFECYCLE_QUERY: &[&str] = &[
+    "series",
+    "interval",
+    "lifecycleFilter",
+    "customAggregationTarget",
+];
 const EXPERIMENT_QUERY: &[&str] = &["experiment_id", "metric", "name"];
 
 /// `EntityNode` and its kinds (events, actions, data warehouse), with funnel exclusions' step range.
@@ -86,6 +99,8 @@ pub fn check(node: &Value, kind: &str) -> Result<(), Invalid> {
         "TrendsQuery" => TRENDS_QUERY,
         "FunnelsQuery" => FUNNELS_QUERY,
         "RetentionQuery" => RETENTION_QUERY,
+        "StickinessQuery" => STICKINESS_QUERY,
+        "LifecycleQuery" => LIFECYCLE_QUERY,
         "ExperimentQuery" => EXPERIMENT_QUERY,
         _ => &[],
     };

@@ -1,4 +1,5 @@
-//! Structured query nodes (EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery) compiled to
+//! Structured query nodes (EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery,
+//! StickinessQuery, LifecycleQuery) compiled to
 //! the SQL dialect. Compiling gives the dialect texts to run (through the same engine, limits,
 //! cache and query log as any SQL query) and how to assemble their rows into PostHog's response.
 //! Nothing here touches storage or the engine, so this crate builds without DataFusion.
@@ -11,10 +12,13 @@ mod fields;
 pub mod filters;
 pub mod funnels;
 pub mod hogql_filters;
+pub mod lifecycle;
 pub mod math;
 pub mod nodes;
 pub mod retention;
+pub mod series;
 pub mod sql_text;
+pub mod stickiness;
 pub mod surveys;
 pub mod trends;
 
@@ -27,6 +31,8 @@ pub const KINDS: &[&str] = &[
     "TrendsQuery",
     "FunnelsQuery",
     "RetentionQuery",
+    "StickinessQuery",
+    "LifecycleQuery",
     "ExperimentQuery",
 ];
 
@@ -112,6 +118,8 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
         Some("TrendsQuery") => trends::compile(node, ctx),
         Some("FunnelsQuery") => funnels::compile(node, ctx),
         Some("RetentionQuery") => retention::compile(node, ctx),
+        Some("StickinessQuery") => stickiness::compile(node, ctx),
+        Some("LifecycleQuery") => lifecycle::compile(node, ctx),
         Some("ExperimentQuery") => experiments::query::compile(node, ctx),
         Some(kind) => Err(Invalid::new(
             "kind",

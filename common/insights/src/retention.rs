@@ -428,36 +428,6 @@ fn local_instant(local: NaiveDateTime, ctx: &Context) -> DateTime<Utc> {
     local.and_utc()
 }
 
-/// The dialect expression giving the 0-based interval of `column` (a UTC timestamp), counted
-/// from `first` (the first cohort's start). Integer arithmetic over truncated values: a local
-/// day may be an hour longer or shorter across a DST change, which the half-day shift absorbs.
-/// Weeks are whole days from `first` (a week start), which avoids `toStartOfWeek` on zoned
-/// times (its Sunday mode adds a day, which fails on an ambiguous local time).
-fn interval_index(column: &str, period: Period, first: DateTime<Utc>, ctx: &Context) -> String {
-    let zone = sql_text::string(ctx.timezone.name());
-    let local_first = first.with_timezone(&ctx.timezone).naive_local();
-    let day_index = format!(
-        "intDiv(toUnixTimestamp(toStartOfDay(toTimeZone({column}, {zone}))) - {} + 43200, 86400)",
-        first.timestamp()
-    );
-    match period {
-        Period::Hour => format!(
-            "intDiv(toUnixTimestamp({column}) - {}, 3600)",
-            first.timestamp()
-        ),
-        Period::Day => day_index,
-        Period::Week => format!("intDiv({day_index}, 7)"),
-        Period::Month => {
-            // toStartOfMonth gives the local date of the month's first day.
-            let month = format!("toStartOfMonth(toTimeZone({column}, {zone}))");
-            format!(
-                "toYear({month}) * 12 + toMonth({month}) - {}",
-                i64::from(local_first.year()) * 12 + i64::from(local_first.month())
-            )
-        }
-    }
-}
-
 /// Interval indexes an actor's bitmask holds (bit 63 is the sign bit).
 const MASK_INTERVALS: usize = 63;
 
@@ -525,7 +495,7 @@ fn actor_intervals(
     starts: &IntervalStarts,
     ctx: &Context,
 ) -> String {
-    let index = interval_index("timestamp", settings.period, first, ctx);
+    let index = date_range::interval_index("timestamp", settings.period.interval(), first, ctx);
     let Settings {
         target,
         returning,
@@ -555,7 +525,7 @@ fn masked_pairs(
     let bit = |index: &str| format!("bitShiftLeft(1, {index})");
     let actors = if settings.minimum_occurrences == 1 {
         // A returning event is one occurrence: the masks come straight from the events.
-        let index = interval_index("timestamp", settings.period, first, ctx);
+        let index = date_range::interval_index("timestamp", settings.period.interval(), first, ctx);
         let Settings {
             target, returning, ..
         } = settings;
@@ -606,8 +576,9 @@ fn first_time_masked_pairs(
     ctx: &Context,
 ) -> String {
     let (from, to) = range_bounds(first, starts);
-    let index = interval_index("timestamp", settings.period, first, ctx);
-    let first_index = interval_index("first_seen", settings.period, first, ctx);
+    let index = date_range::interval_index("timestamp", settings.period.interval(), first, ctx);
+    let first_index =
+        date_range::interval_index("first_seen", settings.period.interval(), first, ctx);
     let intervals = starts.cohorts.len();
     let Settings {
         target,
@@ -657,7 +628,8 @@ fn joined_pairs(
     } = settings;
     let cohorts = if settings.first_time {
         // The first target event ever (no date bound) decides the only cohort.
-        let first_index = interval_index("first_seen", settings.period, first, ctx);
+        let first_index =
+            date_range::interval_index("first_seen", settings.period.interval(), first, ctx);
         format!(
             "cohorts AS (\n\
              SELECT actor_id, {first_index} AS interval_index FROM (\n\
@@ -683,7 +655,8 @@ fn joined_pairs(
     )
 }
 
-fn integer_cell(value: &Value) -> Option<i64> {
+/// A whole number cell of an engine result (numbers may come as floats or text).
+pub(crate) fn integer_cell(value: &Value) -> Option<i64> {
     match value {
         Value::Number(number) => number.as_i64().or_else(|| {
             number

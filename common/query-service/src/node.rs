@@ -15,8 +15,8 @@ pub struct SqlNode {
     pub text: String,
     pub name: Option<String>,
     pub bindings: Bindings,
-    /// An EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery or ExperimentQuery (see
-    /// `insights`).
+    /// An EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery, StickinessQuery, LifecycleQuery
+    /// or ExperimentQuery (see `insights`).
     pub structured: Option<Structured>,
     /// HogQLFilters for `{filters}` (the node's, with `filters_override` laid over them).
     pub filters: Option<Value>,
@@ -87,6 +87,8 @@ impl SqlNode {
             | QueryNode::Trends(node)
             | QueryNode::Funnels(node)
             | QueryNode::Retention(node)
+            | QueryNode::Stickiness(node)
+            | QueryNode::Lifecycle(node)
             | QueryNode::Experiment(node) => {
                 return Ok(Self::structured(node, overrides.name.map(str::to_owned)));
             }

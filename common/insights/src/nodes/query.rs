@@ -22,6 +22,8 @@ pub enum QueryNode {
     Trends(Structured),
     Funnels(Structured),
     Retention(Structured),
+    Stickiness(Structured),
+    Lifecycle(Structured),
     Experiment(Structured),
 }
 
@@ -76,7 +78,8 @@ pub struct Variable {
     pub value: Value,
 }
 
-/// A structured node (EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery, ExperimentQuery):
+/// A structured node (EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery, StickinessQuery,
+/// LifecycleQuery, ExperimentQuery):
 /// a JSON object whose `kind` is one of [`KINDS`], read by its compiler.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(transparent)]
@@ -156,6 +159,8 @@ impl QueryNode {
             "TrendsQuery" => QueryNode::Trends(Structured(query)),
             "FunnelsQuery" => QueryNode::Funnels(Structured(query)),
             "RetentionQuery" => QueryNode::Retention(Structured(query)),
+            "StickinessQuery" => QueryNode::Stickiness(Structured(query)),
+            "LifecycleQuery" => QueryNode::Lifecycle(Structured(query)),
             "ExperimentQuery" => QueryNode::Experiment(Structured(query)),
             other => {
                 return Err(NodeError::new(
@@ -177,6 +182,8 @@ impl QueryNode {
             | QueryNode::Trends(node)
             | QueryNode::Funnels(node)
             | QueryNode::Retention(node)
+            | QueryNode::Stickiness(node)
+            | QueryNode::Lifecycle(node)
             | QueryNode::Experiment(node) => node.kind(),
         }
     }
@@ -189,6 +196,8 @@ impl QueryNode {
             | QueryNode::Trends(node)
             | QueryNode::Funnels(node)
             | QueryNode::Retention(node)
+            | QueryNode::Stickiness(node)
+            | QueryNode::Lifecycle(node)
             | QueryNode::Experiment(node) => node.0.clone(),
         }
     }
@@ -357,6 +366,8 @@ impl TryFrom<Value> for Structured {
             | QueryNode::Trends(node)
             | QueryNode::Funnels(node)
             | QueryNode::Retention(node)
+            | QueryNode::Stickiness(node)
+            | QueryNode::Lifecycle(node)
             | QueryNode::Experiment(node) => Ok(node),
         }
     }

@@ -1,7 +1,6 @@
 //! Reading and checking a TrendsQuery node into a [`Plan`]: the series, breakdown, periods
 //! (with the compared one), formulas and the legacy `filter` echoed in every result.
 
-use chrono::Utc;
 use serde_json::{Map, Value, json};
 
 use super::formula::Expression;
@@ -11,6 +10,7 @@ use super::{
 };
 use crate::date_range::{self, Interval, Range};
 use crate::math::{self, Math};
+use crate::series::{self, EventSeries};
 use crate::{Context, Invalid, filters, sql_text};
 
 impl Plan {
@@ -18,10 +18,7 @@ impl Plan {
         let interval = Interval::from_field(node.get("interval"), Interval::Day, "interval")?;
         let date_range = node.get("dateRange");
         let range = date_range::resolve(date_range, interval, ctx, "dateRange")?;
-        let explicit = date_range
-            .and_then(|range| range.get("explicitDate"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let explicit = date_range::explicit_date(date_range);
         let from_all = range.from_all();
 
         if !matches!(
@@ -33,7 +30,7 @@ impl Plan {
                 "Aggregating by groups is not supported.",
             ));
         }
-        let series = parse_series(node.get("series"), ctx)?;
+        let series = parse_series(node, ctx)?;
         let node_condition = filters::expression(node.get("properties"), ctx, "properties")?;
 
         let trends_filter = object_field(node, "trendsFilter")?;
@@ -135,10 +132,10 @@ fn period(
     compare_label: Option<&'static str>,
     from_all: bool,
 ) -> Result<Period, Invalid> {
-    let filter_from = if explicit || from_all {
+    let filter_from = if from_all {
         range.from
     } else {
-        date_range::bucket_start(range.from, interval, ctx).with_timezone(&Utc)
+        range.counted_from(explicit, interval, ctx)
     };
     let buckets = if from_all {
         None
@@ -161,64 +158,16 @@ fn object_field<'a>(node: &'a Value, key: &str) -> Result<Option<&'a Value>, Inv
     }
 }
 
-fn parse_series(value: Option<&Value>, ctx: &Context) -> Result<Vec<Series>, Invalid> {
-    let items = match value {
-        Some(Value::Array(items)) if !items.is_empty() => items,
-        Some(Value::Array(_)) | None | Some(Value::Null) => {
-            return Err(Invalid::new("series", "A trend needs at least one series."));
-        }
-        Some(_) => return Err(Invalid::new("series", "series must be a list.")),
-    };
-    items
+fn parse_series(node: &Value, ctx: &Context) -> Result<Vec<Series>, Invalid> {
+    series::entries(node, "A trend needs at least one series.")?
         .iter()
         .enumerate()
         .map(|(index, item)| {
             let attr = format!("series[{index}]");
-            if !item.is_object() {
-                return Err(Invalid::new(attr, "A series must be an object."));
-            }
-            match item.get("kind").and_then(Value::as_str) {
-                None | Some("EventsNode") => {}
-                Some(kind @ ("ActionsNode" | "DataWarehouseNode")) => {
-                    return Err(Invalid::new(
-                        format!("{attr}.kind"),
-                        format!("{kind} series are not supported: use EventsNode."),
-                    ));
-                }
-                Some(kind) => {
-                    return Err(Invalid::new(
-                        format!("{attr}.kind"),
-                        format!("Unknown series kind '{kind}'."),
-                    ));
-                }
-            }
-            let event = match item.get("event") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(event)) => Some(event.clone()),
-                Some(_) => {
-                    return Err(Invalid::new(
-                        format!("{attr}.event"),
-                        "event must be a string or null.",
-                    ));
-                }
-            };
+            let events = EventSeries::read(item, index, ctx)?;
             let math = math::parse(item, ctx, &attr)?;
-            let mut conditions = Vec::new();
-            if let Some(event) = &event {
-                conditions.push(format!("event = {}", sql_text::string(event)));
-            }
-            for key in ["properties", "fixedProperties"] {
-                let condition = filters::expression(item.get(key), ctx, &format!("{attr}.{key}"))?;
-                if condition != "true" {
-                    conditions.push(format!("({condition})"));
-                }
-            }
-            let condition = if conditions.is_empty() {
-                "true".to_string()
-            } else {
-                conditions.join(" AND ")
-            };
-            let label = event.clone().unwrap_or_else(|| "All events".to_string());
+            let label = events.label();
+            let EventSeries { event, condition } = events;
             let field = |key: &str| item.get(key).cloned().unwrap_or(Value::Null);
             let mut action = Map::new();
             action.insert(
