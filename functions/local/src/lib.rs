@@ -17,7 +17,7 @@ pub type Family = (&'static str, fn() -> Routes);
 
 /// Every HTTP route family: what `analytics serve` mounts, each family's `main.rs` serves alone,
 /// and the tests walk.
-pub const FAMILIES: [Family; 10] = [
+pub const FAMILIES: [Family; 11] = [
     ("users", users::router),
     ("capture", capture::router),
     ("query", query::router),
@@ -28,6 +28,7 @@ pub const FAMILIES: [Family; 10] = [
     ("endpoints", endpoints::router),
     ("dashboards", dashboards::router),
     ("persons", persons::router),
+    ("actions", actions::router),
 ];
 
 /// Every family's routes, as `analytics serve` mounts them.

@@ -1,0 +1,3 @@
+//! Actions (PostHog's `/actions/`): named sets of steps, each matching events by name, URL,
+//! element selector, text, href and properties. Their model, validation and Store repository;
+//! the HTTP lives in `functions/actions`, the SQL an action compiles to in `insights`.
