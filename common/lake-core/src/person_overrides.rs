@@ -106,7 +106,4 @@ pub fn resolve_chains(list: &[PersonOverride]) -> HashMap<Uuid, Uuid> {
         .collect()
 }
 
-/// Every person of a project is listed on GSI1 under this key.
-pub fn persons_index(team_id: i64) -> String {
-    format!("PERSONS#{team_id}")
-}
+pub use common::models::person::persons_index;

@@ -37,6 +37,9 @@ pub struct CompactionReport {
     /// Person overrides squashed into the rows, and the rows that took their new person.
     pub overrides_squashed: u64,
     pub rows_reassigned: u64,
+    /// Deleted persons whose events were deleted, and those rows.
+    pub persons_erased: u64,
+    pub rows_erased: u64,
     /// Files rewritten with the shredded columns they lacked.
     pub files_backfilled: u64,
     /// Keys slow queries read that got a column.
@@ -59,6 +62,10 @@ pub async fn compact_team(state: &AppState, team_id: i64) -> Result<CompactionRe
         crate::squash::squash_overrides(state, team_id, table, made_before).await?;
     report.overrides_squashed = squash.overrides_squashed;
     report.rows_reassigned = squash.rows_reassigned;
+    // After squashing: the rows of persons merged into a deleted one carry its id by then.
+    let (table, erased) = crate::erase::erase_deleted_persons(state, team_id, table).await?;
+    report.persons_erased = erased.persons;
+    report.rows_erased = erased.rows_deleted;
     // Before `optimize`: it then merges files that all hold the same columns.
     if crate::shred::enabled(state) {
         report.keys_from_slow_queries =

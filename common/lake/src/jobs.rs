@@ -106,6 +106,8 @@ fn compaction_summary(report: &CompactionReport) -> Value {
         "rows_deduplicated": report.rows_deduplicated,
         "overrides_squashed": report.overrides_squashed,
         "rows_reassigned": report.rows_reassigned,
+        "persons_erased": report.persons_erased,
+        "rows_erased": report.rows_erased,
     })
 }
 

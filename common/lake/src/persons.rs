@@ -33,11 +33,9 @@ const PENDING_PERSONS: usize = MAX_TRANSACTION_ITEMS * WRITES_PER_CALL;
 // The read side (the person, its keys, `person_of`) lives in common core, so functions that only
 // read persons (flags) need not link the engine.
 pub use common::models::person::Person;
-use common::models::person::{DISTINCT_SK, DistinctId, PERSON_SK, distinct_pk, person_pk};
-
-fn ids_of(team_id: i64, person: Uuid) -> String {
-    format!("PDIDS#{team_id}#{person}")
-}
+use common::models::person::{
+    DISTINCT_SK, DistinctId, PERSON_SK, distinct_ids_index, distinct_pk, person_pk,
+};
 
 fn person_item(person: &Person) -> Result<Item, StoreError> {
     Ok(
@@ -53,7 +51,7 @@ fn link_item(team_id: i64, distinct_id: &str, person: Uuid) -> Result<Item, Stor
     };
     Ok(
         Item::of(distinct_pk(team_id, distinct_id), DISTINCT_SK, &link)?
-            .with_gsi1(ids_of(team_id, person), distinct_id.to_owned()),
+            .with_gsi1(distinct_ids_index(team_id, person), distinct_id.to_owned()),
     )
 }
 
@@ -288,7 +286,7 @@ impl Persons {
         };
         let links = store::query_all(
             self.store.as_ref(),
-            &ids_of(self.team_id, from),
+            &distinct_ids_index(self.team_id, from),
             Index::Gsi1,
         )
         .await?;

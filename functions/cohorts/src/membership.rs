@@ -12,7 +12,7 @@ use common::activity::{Actor, Record};
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::http::item_id;
-use common::models::person;
+use common::models::person::{self, PersonView};
 use common::pagination::Pagination;
 use common::{AppState, Authenticated};
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -133,7 +133,7 @@ pub async fn remove_person(
 }
 
 /// `GET /cohorts/:id/persons/`: the stored members, in id order, paged with `limit`/`offset`:
-/// `{results: [{id, uuid, properties, is_identified, created_at}], next, previous}`.
+/// `{results: [{id, name, distinct_ids, properties, created_at, uuid}], next, previous}`.
 pub async fn persons(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -150,23 +150,30 @@ pub async fn persons(
         .skip(pagination.offset)
         .take(pagination.limit)
         .copied();
-    let rows: Vec<Value> = stream::iter(on_page)
+    let mut found = Vec::new();
+    let loaded: Vec<(Uuid, Option<person::Person>)> = stream::iter(on_page)
         .map(|uuid| async move {
-            // A member whose person is gone (merged, deleted) shows as its id alone.
-            Ok::<_, ApiError>(match person::load(store, project.id, uuid).await? {
-                Some(person) => json!({
-                    "id": person.uuid,
-                    "uuid": person.uuid,
-                    "properties": person.properties,
-                    "is_identified": person.is_identified,
-                    "created_at": person.created_at,
-                }),
-                None => json!({"id": uuid, "uuid": uuid, "properties": {}}),
-            })
+            Ok::<_, ApiError>((uuid, person::load(store, project.id, uuid).await?))
         })
         .buffered(CONCURRENT_READS)
         .try_collect()
         .await?;
+    for person in loaded.iter().filter_map(|(_, person)| person.clone()) {
+        found.push(person);
+    }
+    let mut views = PersonView::many(store, project.id, found)
+        .await?
+        .into_iter();
+    // In member order; a member whose person is gone (merged, deleted) shows as PostHog's
+    // missing person: its id alone.
+    let rows: Vec<Value> = loaded
+        .iter()
+        .map(|(uuid, loaded)| match loaded {
+            Some(_) => views.next().map(|view| json!(view)).unwrap_or(Value::Null),
+            None => json!({"id": uuid, "name": null, "distinct_ids": [], "properties": {},
+                "created_at": null, "uuid": uuid}),
+        })
+        .collect();
     let mut page = pagination.page(&uuids);
     if let Some(object) = page.as_object_mut() {
         object.remove("count"); // PostHog's persons page has links only

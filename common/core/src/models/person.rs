@@ -1,13 +1,15 @@
-//! The read side of persons: a person as the Store keeps it and where it lives. The lake's
-//! committer writes them (`lake::persons`); the flags function reads them here without linking
-//! the lake or the query engine.
+//! Persons as the Store keeps them and where they live. The lake's committer resolves and merges
+//! them (`lake::persons`); the flags function reads them, and the persons API lists, edits and
+//! deletes them, here, without linking the lake or the query engine.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::store::{Store, StoreError};
+use crate::store::{
+    self, Condition, Index, MAX_TRANSACTION_ITEMS, QueryOptions, Store, StoreError, WriteOp,
+};
 
 /// Sort key of a person item (its partition key is [`person_pk`]).
 pub const PERSON_SK: &str = "PERSON";
@@ -36,6 +38,16 @@ pub fn person_pk(team_id: i64, uuid: Uuid) -> String {
 
 pub fn distinct_pk(team_id: i64, distinct_id: &str) -> String {
     format!("DISTINCT#{team_id}#{distinct_id}")
+}
+
+/// Every person of a project is listed on GSI1 under this key, by uuid.
+pub fn persons_index(team_id: i64) -> String {
+    format!("PERSONS#{team_id}")
+}
+
+/// A person's distinct-id links are listed on GSI1 under this key.
+pub fn distinct_ids_index(team_id: i64, person: Uuid) -> String {
+    format!("PDIDS#{team_id}#{person}")
 }
 
 /// The person id a distinct id is linked to, if any.
@@ -74,4 +86,232 @@ pub async fn person_of(
         Some(uuid) => load(store, team_id, uuid).await,
         None => Ok(None),
     }
+}
+
+/// One page of a project's persons, newest uuid first (person ids start with their first
+/// event's time), and the cursor of the next page when there may be one.
+pub async fn page(
+    store: &dyn Store,
+    team_id: i64,
+    limit: usize,
+    cursor: Option<String>,
+) -> Result<(Vec<Person>, Option<String>), StoreError> {
+    let page = store
+        .query(
+            &persons_index(team_id),
+            QueryOptions {
+                index: Index::Gsi1,
+                limit: Some(limit),
+                cursor,
+                descending: true,
+                ..Default::default()
+            },
+        )
+        .await?;
+    let persons = page
+        .items
+        .iter()
+        .map(|item| item.parse())
+        .collect::<Result<_, _>>()?;
+    Ok((persons, page.cursor))
+}
+
+/// A person's distinct ids, in key order.
+pub async fn distinct_ids(
+    store: &dyn Store,
+    team_id: i64,
+    person: Uuid,
+) -> Result<Vec<String>, StoreError> {
+    store::query_all(store, &distinct_ids_index(team_id, person), Index::Gsi1)
+        .await?
+        .iter()
+        .map(|item| item.parse::<DistinctId>().map(|link| link.distinct_id))
+        .collect()
+}
+
+/// Sets and then unsets properties of a person as a `$set`/`$unset` event would (`None`: no
+/// such person). Optimistic: a concurrent commit of the same person is retried over.
+pub async fn update_properties(
+    store: &dyn Store,
+    team_id: i64,
+    uuid: Uuid,
+    set: &Map<String, Value>,
+    unset: &[String],
+) -> Result<Option<Person>, StoreError> {
+    let updated = store::update(
+        store,
+        &person_pk(team_id, uuid),
+        PERSON_SK,
+        |mut person: Person| {
+            person
+                .properties
+                .extend(set.iter().map(|(key, value)| (key.clone(), value.clone())));
+            for key in unset {
+                person.properties.remove(key);
+            }
+            Ok(person)
+        },
+    )
+    .await;
+    match updated {
+        Ok(person) => Ok(Some(person)),
+        // `update` fails this way only when the item is gone after every retry.
+        Err(StoreError::ConditionFailed) if load(store, team_id, uuid).await?.is_none() => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+/// Deletes a person and every distinct-id link to them; returns the distinct ids it had. An
+/// event for one of them later makes a new person, as in PostHog.
+pub async fn delete(
+    store: &dyn Store,
+    team_id: i64,
+    uuid: Uuid,
+) -> Result<Vec<String>, StoreError> {
+    let ids = distinct_ids(store, team_id, uuid).await?;
+    let mut ops: Vec<WriteOp> = ids
+        .iter()
+        .map(|distinct_id| WriteOp::Delete {
+            pk: distinct_pk(team_id, distinct_id),
+            sk: DISTINCT_SK.to_owned(),
+            condition: Condition::None,
+        })
+        .collect();
+    ops.push(WriteOp::Delete {
+        pk: person_pk(team_id, uuid),
+        sk: PERSON_SK.to_owned(),
+        condition: Condition::None,
+    });
+    // The links first, the person last: a delete cut short leaves a person that can be deleted
+    // again, never links to nobody.
+    for chunk in ops.chunks(MAX_TRANSACTION_ITEMS) {
+        store.transact_write(chunk.to_vec()).await?;
+    }
+    Ok(ids)
+}
+
+/// Person reads in flight at once when a page of persons is shown.
+const CONCURRENT_READS: usize = 16;
+
+/// Properties PostHog shows as a person's name, first found wins
+/// (`PERSON_DEFAULT_DISPLAY_NAME_PROPERTIES`).
+const DISPLAY_NAME_PROPERTIES: [&str; 8] = [
+    "email", "Email", "$email", "name", "Name", "username", "Username", "UserName",
+];
+
+/// A person as PostHog's `PersonSerializer` shows them. `id` is the uuid: persons here have no
+/// other id, and every route that takes an id takes the uuid (as PostHog's do).
+#[derive(Debug, Clone, Serialize)]
+pub struct PersonView {
+    pub id: Uuid,
+    pub name: String,
+    /// Identified ids first, anonymous (uuid-shaped) ones after, as PostHog sorts them.
+    pub distinct_ids: Vec<String>,
+    pub properties: Map<String, Value>,
+    pub created_at: DateTime<Utc>,
+    pub uuid: Uuid,
+}
+
+impl PersonView {
+    pub fn new(person: Person, mut distinct_ids: Vec<String>) -> Self {
+        distinct_ids.sort_by_key(|id| is_anonymous_id(id));
+        let name = DISPLAY_NAME_PROPERTIES
+            .iter()
+            .find_map(|key| match person.properties.get(*key) {
+                Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+                Some(value) if !value.is_null() && value.as_bool() != Some(false) => {
+                    Some(value.to_string())
+                }
+                _ => None,
+            })
+            .or_else(|| distinct_ids.first().cloned())
+            .unwrap_or_else(|| person.uuid.to_string());
+        Self {
+            id: person.uuid,
+            name,
+            distinct_ids,
+            properties: person.properties,
+            created_at: person.created_at,
+            uuid: person.uuid,
+        }
+    }
+
+    /// Each person with their distinct ids (read concurrently), in the given order.
+    pub async fn many(
+        store: &dyn Store,
+        team_id: i64,
+        persons: Vec<Person>,
+    ) -> Result<Vec<Self>, StoreError> {
+        use futures::stream::{self, StreamExt, TryStreamExt};
+        stream::iter(persons)
+            .map(|person| async move {
+                let ids = distinct_ids(store, team_id, person.uuid).await?;
+                Ok::<_, StoreError>(Self::new(person, ids))
+            })
+            .buffered(CONCURRENT_READS)
+            .try_collect()
+            .await
+    }
+}
+
+/// PostHog's `is_anonymous_id`: SDKs make anonymous ids as uuids.
+fn is_anonymous_id(distinct_id: &str) -> bool {
+    Uuid::try_parse(distinct_id).is_ok()
+}
+
+/// Sort-key prefix of a pending deletion of a deleted person's events, in the project's
+/// partition (`TEAM#<id>`).
+const EVENT_DELETION_PREFIX: &str = "EVENT_DELETION#";
+
+/// A deleted person whose events are to be deleted from the lake. Compaction does it (PostHog
+/// batches these too) and then drops the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventDeletion {
+    pub person: Uuid,
+    pub requested_at: DateTime<Utc>,
+}
+
+/// Records that `person`'s events are to go (again is harmless: one request per person).
+pub async fn request_event_deletion(
+    store: &dyn Store,
+    team_id: i64,
+    deletion: &EventDeletion,
+) -> Result<(), StoreError> {
+    let item = crate::store::Item::of(
+        crate::repository::team_pk(team_id),
+        format!("{EVENT_DELETION_PREFIX}{}", deletion.person),
+        deletion,
+    )?;
+    store.put(item, Condition::None).await
+}
+
+/// The project's pending event deletions.
+pub async fn event_deletions(
+    store: &dyn Store,
+    team_id: i64,
+) -> Result<Vec<EventDeletion>, StoreError> {
+    store::list_prefix(
+        store,
+        &crate::repository::team_pk(team_id),
+        EVENT_DELETION_PREFIX,
+    )
+    .await
+}
+
+/// Drops requests whose events are gone.
+pub async fn forget_event_deletions(
+    store: &dyn Store,
+    team_id: i64,
+    persons: &[Uuid],
+) -> Result<(), StoreError> {
+    for person in persons {
+        store
+            .delete(
+                &crate::repository::team_pk(team_id),
+                &format!("{EVENT_DELETION_PREFIX}{person}"),
+                Condition::None,
+            )
+            .await?;
+    }
+    Ok(())
 }
