@@ -33,6 +33,7 @@ use uuid::Uuid;
 
 use lake_core::LakeError;
 
+use crate::definitions::KnownDefinitions;
 use crate::group_types::KnownGroupTypes;
 use crate::persons::Persons;
 use crate::rows::ParsedRows;
@@ -231,6 +232,8 @@ pub struct Committer {
     group_types: KnownGroupTypes,
     /// Keys seen in each project's recent batches, until enough are seen to pick hot ones.
     key_counts: HashMap<i64, crate::shred::KeyCounts>,
+    /// Each project's event and property definitions known to exist.
+    definitions: KnownDefinitions,
 }
 
 impl Committer {
@@ -240,6 +243,7 @@ impl Committer {
             tables: HashMap::new(),
             group_types: KnownGroupTypes::default(),
             key_counts: HashMap::new(),
+            definitions: KnownDefinitions::default(),
         }
     }
 
@@ -465,6 +469,7 @@ impl Committer {
                 .record(state.store.as_ref(), team_id, &seen)
                 .await?;
         }
+        let observed = rows.take_definitions();
         let batches = rows.resolve(&mut persons).await?;
         phases.push(("persons", started.elapsed()));
         let mut counts = self.key_counts.remove(&team_id).unwrap_or_default();
@@ -495,6 +500,15 @@ impl Committer {
         }
         let version = writer.flush_and_commit(table).await? as i64;
         crate::shred::settle(&state, team_id, &shredder).await?;
+        // After the commit, so a retried commit does not count its events twice; a failure
+        // here loses a batch's counts, never its events.
+        if let Err(error) = self
+            .definitions
+            .record(state.store.as_ref(), team_id, &observed, state.clock.now())
+            .await
+        {
+            tracing::warn!(team_id, %error, "event and property definitions not recorded");
+        }
         phases.push(("commit", started.elapsed()));
         Ok(version)
     }

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::clustered::ClusteredWriter;
+use crate::definitions::KnownDefinitions;
 use crate::group_types::KnownGroupTypes;
 use crate::persons::Persons;
 use crate::rows::ParsedRows;
@@ -119,6 +120,7 @@ pub struct Importer {
     store: Arc<dyn Store>,
     team_id: i64,
     group_types: KnownGroupTypes,
+    definitions: KnownDefinitions,
     /// Rows waiting for their persons.
     parsed: ParsedRows,
     rows_in_commit: usize,
@@ -140,6 +142,7 @@ impl Importer {
             store: state.store.clone(),
             team_id,
             group_types: KnownGroupTypes::default(),
+            definitions: KnownDefinitions::default(),
             parsed: ParsedRows::default(),
             rows_in_commit: 0,
             bytes_in_commit: 0,
@@ -171,6 +174,14 @@ impl Importer {
         let (count, bytes) = (rows.len(), rows.bytes());
         self.group_types
             .record(self.store.as_ref(), self.team_id, &rows.take_group_types())
+            .await?;
+        self.definitions
+            .record(
+                self.store.as_ref(),
+                self.team_id,
+                &rows.take_definitions(),
+                self.state.clock.now(),
+            )
             .await?;
         let batches = rows.resolve(&mut self.persons).await?;
         let encoder = match &mut self.encoder {

@@ -10,6 +10,7 @@ pub mod compaction;
 mod day_file;
 mod day_sort;
 pub mod dedupe;
+pub mod definitions;
 pub mod erase;
 mod file_stats;
 pub mod group_types;

@@ -25,6 +25,7 @@ mod execute;
 pub mod experiments;
 pub mod jobs;
 pub mod node;
+pub mod property_values;
 pub mod runner;
 pub mod slots;
 pub mod status;

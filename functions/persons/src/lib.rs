@@ -1,6 +1,7 @@
 //! Route family `persons`: persons (`/api/projects/:id/persons/`) and the event and property
 //! definitions ingestion maintains (`/event_definitions/`, `/property_definitions/`).
 
+mod definitions;
 mod deletion;
 mod persons;
 
@@ -29,5 +30,21 @@ pub fn router() -> Routes {
         .route(
             "/api/projects/{project_id}/persons/{id}/delete_property",
             post(persons::delete_property),
+        )
+        .route(
+            "/api/projects/{project_id}/event_definitions",
+            get(definitions::list_events),
+        )
+        .route(
+            "/api/projects/{project_id}/event_definitions/{id}",
+            get(definitions::retrieve_event).delete(definitions::delete_event),
+        )
+        .route(
+            "/api/projects/{project_id}/property_definitions",
+            get(definitions::list_properties),
+        )
+        .route(
+            "/api/projects/{project_id}/property_definitions/{id}",
+            get(definitions::retrieve_property).delete(definitions::delete_property),
         )
 }

@@ -1,10 +1,12 @@
 //! Route family `query` (`/api/projects/:project_id/query/...`): run SQL-dialect nodes sync or
 //! async, poll and cancel async runs, read the query log, upgrade nodes, draft SQL; and the one
-//! experiments route that reads the event lake (`requires_flag_implementation`). The HTTP side
-//! only: running, caching, slots and async jobs are the `query-service` crate's.
+//! experiments route that reads the event lake (`requires_flag_implementation`), and property
+//! values for pickers (`/events/values/`). The HTTP side only: running, caching, slots and
+//! async jobs are the `query-service` crate's.
 
 mod draft;
 mod flag_implementation;
+mod property_values;
 mod request;
 mod routes;
 
@@ -35,6 +37,10 @@ pub fn router() -> Routes {
         .route(
             "/api/projects/{project_id}/query/{id}/log",
             get(routes::log),
+        )
+        .route(
+            "/api/projects/{project_id}/events/values",
+            get(property_values::values),
         )
         // A static segment beside the experiments family's `/experiments/{id}`: both routers
         // merge in `functions/local`, and the static route wins for this name.

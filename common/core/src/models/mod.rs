@@ -1,6 +1,7 @@
 //! Entities of the control plane and where they live in the store (single-table keys).
 
 mod api_key;
+pub mod definitions;
 mod group_types;
 mod organization;
 pub mod person;
