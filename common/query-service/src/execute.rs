@@ -127,6 +127,17 @@ impl From<ServiceError> for ApiError {
     }
 }
 
+/// The fresh cached answer of `node`, never computed (PostHog's `force_cache` on saved insights
+/// and dashboards): `None` on a miss, or when the node's result is not cached.
+pub async fn cached(
+    state: &AppState,
+    project: &Project,
+    node: &SqlNode,
+) -> Result<Option<Value>, ServiceError> {
+    let plan = runner::Plan::new(state, project, node, runner::Cohorts::Members).await?;
+    Ok(runner::cached(state, plan.cache_key()).await)
+}
+
 /// Answers a request: async modes answer a fresh cached result or queue a job (a bad node is
 /// refused before anything is queued); blocking modes run now in one of the project's slots.
 pub async fn run(state: &AppState, request: Request<'_>) -> Result<Answer, ServiceError> {

@@ -33,6 +33,6 @@ pub mod surveys;
 
 pub use caller::Caller;
 pub use errors::api_error;
-pub use execute::{Answer, Mode, Request, ServiceError, run};
+pub use execute::{Answer, Mode, Request, ServiceError, cached, run};
 pub use node::{Overrides, SqlNode};
 pub use status::QueryStatus;

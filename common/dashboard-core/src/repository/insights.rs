@@ -1,0 +1,141 @@
+//! Insights: `INSIGHT#<id>` with the claim `INSIGHTSHORT#<short_id>` of its short id, written
+//! with the dashboards whose tiles move and the activity entry in one transaction.
+
+use chrono::{DateTime, Utc};
+use common::activity::{self, Actor};
+use common::repository::{
+    self as entities, Entity, Stamped, Stamps, encode, put_new, put_over, record, team_pk,
+};
+use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
+use serde::{Deserialize, Serialize};
+
+use super::{INSIGHT_COUNTER, RESTORED, Retiling, with_dashboards};
+use crate::model::Insight;
+
+/// The activity log's scope (PostHog's model name).
+pub const SCOPE: &str = "Insight";
+const SHORT_ID_PREFIX: &str = "INSIGHTSHORT#";
+
+/// Bookkeeping, not changes worth a log line.
+const IGNORED_IN_DIFFS: [&str; 8] =
+    entities::bookkeeping_and(&["last_modified_at", "last_modified_by"]);
+
+impl Entity for Insight {
+    const PREFIX: &'static str = "INSIGHT#";
+    const SCOPE: &'static str = SCOPE;
+    const IGNORED_IN_DIFFS: &'static [&'static str] = &IGNORED_IN_DIFFS;
+
+    fn display_name(&self) -> String {
+        Insight::display_name(self)
+    }
+}
+
+common::stamped!(Insight, i64, soft_deleted);
+common::entity_reads! { Insight, i64, Stored { insight, item_version }, live }
+
+#[derive(Serialize, Deserialize)]
+struct ShortIdClaim {
+    insight_id: i64,
+}
+
+fn short_id_sk(short_id: &str) -> String {
+    format!("{SHORT_ID_PREFIX}{short_id}")
+}
+
+/// The id of the insight holding `short_id` in the project, if any.
+pub async fn id_of_short(
+    store: &dyn Store,
+    team_id: i64,
+    short_id: &str,
+) -> Result<Option<i64>, StoreError> {
+    match store.get(&team_pk(team_id), &short_id_sk(short_id)).await? {
+        Some(item) => Ok(Some(item.parse::<ShortIdClaim>()?.insight_id)),
+        None => Ok(None),
+    }
+}
+
+/// The activity entry's write, naming the insight's short id as PostHog's log does.
+fn entry_op(
+    insight: &Insight,
+    actor: &Actor,
+    kind: &str,
+    before: Option<&serde_json::Value>,
+    after: &serde_json::Value,
+    at: DateTime<Utc>,
+) -> Result<WriteOp, StoreError> {
+    let mut entry = record(insight, actor, kind, before, after, at).entry();
+    entry.detail.short_id = Some(insight.short_id.clone());
+    entry.put_op(insight.team_id)
+}
+
+/// The writes that store a new insight (its `short_id`, `created_by` and `team_id` set) with
+/// the project's next id and its short id's claim, placed on `wanted` among `live` (the
+/// project's live dashboards), and its `created` entry. The transaction fails if the id or
+/// the short id was taken meanwhile.
+pub async fn plan_create(
+    store: &dyn Store,
+    insight: &mut Insight,
+    wanted: &[i64],
+    live: &[super::dashboards::Stored],
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<Vec<WriteOp>, StoreError> {
+    let team_id = insight.team_id;
+    let (id, counter) = store::claim_next_id(store, &team_pk(team_id), INSIGHT_COUNTER).await?;
+    insight.set_stamps(Stamps {
+        id,
+        team_id,
+        version: 1,
+        created_at: at,
+        created_by: insight.created_by,
+        updated_at: Some(at),
+    });
+    insight.last_modified_at = at;
+    let retiling = Retiling::plan(store, team_id, id, Some(wanted), live).await?;
+    let after = with_dashboards(encode(insight)?, &retiling.after);
+    let mut ops = vec![
+        counter,
+        put_new(insight)?,
+        WriteOp::Put {
+            item: Item::of(
+                team_pk(team_id),
+                short_id_sk(&insight.short_id),
+                &ShortIdClaim { insight_id: id },
+            )?,
+            condition: Condition::NotExists,
+        },
+        entry_op(insight, actor, activity::CREATED, None, &after, at)?,
+    ];
+    ops.extend(retiling.ops()?);
+    Ok(ops)
+}
+
+/// The writes that replace `before` by `after` (its tiles moved by `retiling`), logged
+/// `deleted`, `restored` or `updated`: bumps `version` and `updated_at`.
+pub fn plan_save(
+    before: &Stored,
+    after: &mut Insight,
+    retiling: &Retiling,
+    actor: &Actor,
+    at: DateTime<Utc>,
+) -> Result<Vec<WriteOp>, StoreError> {
+    let old = &before.insight;
+    after.set_stamps(Stamps {
+        version: old.version + 1,
+        updated_at: Some(at),
+        ..old.stamps()
+    });
+    let kind = match (old.deleted, after.deleted) {
+        (false, true) => activity::DELETED,
+        (true, false) => RESTORED,
+        _ => activity::UPDATED,
+    };
+    let before_value = with_dashboards(encode(old)?, &retiling.before);
+    let after_value = with_dashboards(encode(after)?, &retiling.after);
+    let mut ops = vec![
+        put_over(after, before.item_version)?,
+        entry_op(after, actor, kind, Some(&before_value), &after_value, at)?,
+    ];
+    ops.extend(retiling.ops()?);
+    Ok(ops)
+}

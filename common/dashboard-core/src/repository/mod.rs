@@ -1,0 +1,168 @@
+//! Insights and dashboards in the Store, in the project's partition (`TEAM#<id>`):
+//!
+//! - `INSIGHT#<id>`: an insight; `INSIGHTSHORT#<short_id>`: the claim of its short id;
+//! - `DASHBOARD#<id>`: a dashboard with its tiles;
+//! - `COUNTER#INSIGHT`, `COUNTER#DASHBOARD`, `COUNTER#TILE`: the project's next ids.
+//!
+//! Tiles live in their dashboard, so an insight's `dashboards` are read off the dashboards and
+//! can never disagree with them. A change that moves tiles (an insight's `dashboards`, its
+//! deletion, a dashboard's deletion with its insights) writes every item it touches under the
+//! version that was read, with its activity entry, in one transaction.
+
+pub mod dashboards;
+pub mod insights;
+
+use common::repository::{self as entities, team_pk};
+use common::store::{self, MAX_TRANSACTION_ITEMS, Store, StoreError, WriteOp};
+use serde_json::Value;
+
+use crate::model::{Dashboard, Tile};
+
+pub const INSIGHT_COUNTER: &str = "COUNTER#INSIGHT";
+pub const DASHBOARD_COUNTER: &str = "COUNTER#DASHBOARD";
+pub const TILE_COUNTER: &str = "COUNTER#TILE";
+/// PostHog's activity for a soft-deleted item brought back.
+pub const RESTORED: &str = "restored";
+/// Dashboards one write may retile: each is one item of the transaction.
+pub const MAX_DASHBOARDS_PER_WRITE: usize = MAX_TRANSACTION_ITEMS - 10;
+
+/// Why a planned write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Something it read changed meanwhile (or a new short id was taken): read again.
+    #[error("an item changed since it was read")]
+    Raced,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Commits `ops` in one transaction.
+pub async fn commit(store: &dyn Store, ops: Vec<WriteOp>) -> Result<(), WriteError> {
+    match entities::commit(store, ops).await? {
+        true => Ok(()),
+        false => Err(WriteError::Raced),
+    }
+}
+
+/// The tiles to add or delete so that an insight is on exactly some dashboards, planned over
+/// the live dashboards as read.
+#[derive(Debug, Default)]
+pub struct Retiling {
+    /// Each changed dashboard as read, and as it is to be written.
+    pub changed: Vec<(dashboards::Stored, Dashboard)>,
+    /// The claim of the new tiles' ids, when there are new tiles.
+    pub counter: Option<WriteOp>,
+    /// The insight's dashboards before and after, for the activity log.
+    pub before: Vec<i64>,
+    pub after: Vec<i64>,
+}
+
+impl Retiling {
+    /// Places insight `insight` on exactly `wanted` (`None`: where it is) among `live`, the
+    /// project's live dashboards: a dashboard that had a deleted tile of it gets that tile back
+    /// (as PostHog's get_or_create over soft-deleted tiles), another a new tile.
+    pub async fn plan(
+        store: &dyn Store,
+        team_id: i64,
+        insight: i64,
+        wanted: Option<&[i64]>,
+        live: &[dashboards::Stored],
+    ) -> Result<Self, StoreError> {
+        let before: Vec<i64> = live
+            .iter()
+            .filter(|stored| stored.dashboard.shows(insight))
+            .map(|stored| stored.dashboard.id)
+            .collect();
+        let Some(wanted) = wanted else {
+            return Ok(Retiling {
+                after: before.clone(),
+                before,
+                ..Default::default()
+            });
+        };
+        let needs_tile = |dashboard: &Dashboard| {
+            !dashboard.shows(insight)
+                && !dashboard
+                    .tiles
+                    .iter()
+                    .any(|tile| tile.insight == Some(insight))
+        };
+        let fresh = live
+            .iter()
+            .filter(|stored| wanted.contains(&stored.dashboard.id) && needs_tile(&stored.dashboard))
+            .count();
+        let (mut next_id, counter) = match fresh {
+            0 => (0, None),
+            n => {
+                let (first, op) =
+                    store::claim_next_ids(store, &team_pk(team_id), TILE_COUNTER, n as i64).await?;
+                (first, Some(op))
+            }
+        };
+        let mut changed = Vec::new();
+        for stored in live {
+            let mut dashboard = stored.dashboard.clone();
+            let on = wanted.contains(&dashboard.id);
+            if on == dashboard.shows(insight) {
+                continue;
+            }
+            if on {
+                match dashboard
+                    .tiles
+                    .iter_mut()
+                    .find(|tile| tile.insight == Some(insight))
+                {
+                    Some(tile) => tile.deleted = false,
+                    None => {
+                        dashboard.tiles.push(Tile {
+                            id: next_id,
+                            insight: Some(insight),
+                            text: None,
+                            layouts: Default::default(),
+                            color: None,
+                            deleted: false,
+                        });
+                        next_id += 1;
+                    }
+                }
+            } else {
+                for tile in &mut dashboard.tiles {
+                    if tile.insight == Some(insight) {
+                        tile.deleted = true;
+                    }
+                }
+            }
+            changed.push((stored.clone(), dashboard));
+        }
+        let after = live
+            .iter()
+            .map(|stored| stored.dashboard.id)
+            .filter(|id| wanted.contains(id))
+            .collect();
+        Ok(Retiling {
+            changed,
+            counter,
+            before,
+            after,
+        })
+    }
+
+    /// The writes: each changed dashboard over the version read (no activity entry of its
+    /// own: the insight's entry logs the move), and the tile ids' claim.
+    pub fn ops(&self) -> Result<Vec<WriteOp>, StoreError> {
+        let mut ops = Vec::with_capacity(self.changed.len() + 1);
+        ops.extend(self.counter.clone());
+        for (stored, dashboard) in &self.changed {
+            ops.push(entities::put_over(dashboard, stored.item_version)?);
+        }
+        Ok(ops)
+    }
+}
+
+/// `value` (an entity as encoded) with its `dashboards`, as the insight's log shows them.
+fn with_dashboards(mut value: Value, dashboards: &[i64]) -> Value {
+    if let Value::Object(fields) = &mut value {
+        fields.insert("dashboards".into(), serde_json::json!(dashboards));
+    }
+    value
+}
