@@ -422,3 +422,33 @@ async fn deleting_with_events_removes_their_rows_at_compaction() {
         assert_eq!(again.persons_erased, 0, "{name}");
     }
 }
+
+#[tokio::test]
+async fn person_property_values_for_pickers() {
+    for world in World::all().await {
+        let name = world.name();
+        ingest(&world).await;
+        let values_uri = |query: &str| format!("{}values/?{query}", persons_uri(&world));
+        let (status, values) = world
+            .get(&values_uri("key=plan"), Some(world.admin_key()))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {values}");
+        assert_eq!(
+            values,
+            json!([{"name": "free", "count": 2}, {"name": "pro", "count": 2},
+                {"name": "team", "count": 1}]),
+            "{name}"
+        );
+        let (_, values) = world
+            .get(&values_uri("key=plan&value=PR"), Some(world.admin_key()))
+            .await;
+        assert_eq!(values, json!([{"name": "pro", "count": 2}]), "{name}");
+        let (_, values) = world
+            .get(&values_uri("key=seats&value=4"), Some(world.admin_key()))
+            .await;
+        assert_eq!(values, json!([{"name": 40, "count": 1}]), "{name}");
+        let (status, body) = world.get(&values_uri(""), Some(world.admin_key())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(error_shape(&body).1.as_deref(), Some("key"));
+    }
+}

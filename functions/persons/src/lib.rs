@@ -17,6 +17,10 @@ pub fn router() -> Routes {
             post(persons::bulk_delete),
         )
         .route(
+            "/api/projects/{project_id}/persons/values",
+            get(persons::values),
+        )
+        .route(
             "/api/projects/{project_id}/persons/{id}",
             get(persons::retrieve)
                 .patch(persons::update)

@@ -466,3 +466,69 @@ pub async fn bulk_delete(
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }
+
+/// Persons `GET /persons/values/` reads at most: the values of a larger project come from the
+/// newest this many.
+const VALUES_SCAN: usize = 50_000;
+/// Values answered, most common first (PostHog's limit).
+const VALUES: usize = 10;
+
+/// `GET /persons/values/?key=&value=`: the most common values of a person property, for
+/// pickers: `[{"name", "count"}]`; `value` keeps those containing it, case-insensitively.
+pub async fn values(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    Path(project): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let store = state.store.as_ref();
+    let project = auth.project(store, &project, READ).await?;
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect();
+    let get = |name: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .filter(|value| !value.is_empty())
+    };
+    let key = get("key").ok_or_else(|| ApiError::required("key"))?;
+    let needle = get("value").map(|text| text.to_lowercase());
+    let mut counts: std::collections::HashMap<String, (Value, u64)> =
+        std::collections::HashMap::new();
+    let mut cursor = None;
+    let mut examined = 0;
+    loop {
+        let (persons, next) = person::page(store, project.id, 1000, cursor.take()).await?;
+        examined += persons.len();
+        for person in persons {
+            let Some(value) = person.properties.get(&key).filter(|value| !value.is_null()) else {
+                continue;
+            };
+            let text = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            if needle
+                .as_ref()
+                .is_some_and(|needle| !text.to_lowercase().contains(needle))
+            {
+                continue;
+            }
+            counts.entry(text).or_insert_with(|| (value.clone(), 0)).1 += 1;
+        }
+        match next {
+            Some(next) if examined < VALUES_SCAN => cursor = Some(next),
+            _ => break,
+        }
+    }
+    let mut values: Vec<(String, (Value, u64))> = counts.into_iter().collect();
+    values.sort_by(|a, b| b.1.1.cmp(&a.1.1).then_with(|| a.0.cmp(&b.0)));
+    let answer: Vec<Value> = values
+        .into_iter()
+        .take(VALUES)
+        .map(|(_, (value, count))| json!({"name": value, "count": count}))
+        .collect();
+    Ok(axum::Json(answer).into_response())
+}
