@@ -63,9 +63,9 @@ pub struct Experiment {
     pub primary_metrics_ordered_uuids: Option<Vec<String>>,
     #[serde(default)]
     pub secondary_metrics_ordered_uuids: Option<Vec<String>>,
-    /// `[{id, metadata: {type}}]` links to saved metrics.
+    /// Links to saved metrics (PostHog's `ExperimentToSavedMetric` rows).
     #[serde(default)]
-    pub saved_metrics: Vec<Value>,
+    pub saved_metrics: Vec<SavedMetricLink>,
     #[serde(default)]
     pub only_count_matured_users: bool,
     #[serde(default)]
@@ -78,6 +78,18 @@ pub struct Experiment {
     /// Optimistic-concurrency counter, bumped on every save.
     #[serde(default)]
     pub version: u64,
+}
+
+/// An experiment's link to one saved metric of its project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedMetricLink {
+    /// The link's own id; 0 until the repository numbers it.
+    pub id: i64,
+    pub saved_metric_id: i64,
+    /// `{type: "primary" | "secondary", ...}` as given.
+    #[serde(default)]
+    pub metadata: Option<Value>,
+    pub created_at: DateTime<Utc>,
 }
 
 fn product() -> String {

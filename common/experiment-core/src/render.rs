@@ -1,6 +1,6 @@
 //! An experiment as PostHog's ExperimentSerializer shows it (reference 2.2), and the lighter
 //! ExperimentBasicSerializer of the list. Features this product does not have answer their
-//! empty value (no holdouts, cohorts, saved metrics or access control).
+//! empty value (no exposure cohort object, no access control).
 
 use common::models::User;
 use feature_flags::FeatureFlag;
@@ -8,6 +8,40 @@ use feature_flags::render::{minimal, user_basic};
 use serde_json::{Map, Value, json};
 
 use crate::Experiment;
+use crate::saved_metrics::SavedMetric;
+
+/// What an experiment's render shows of other entities, read by the caller.
+#[derive(Debug, Clone, Default)]
+pub struct Related<'a> {
+    /// The holdout as [`crate::holdouts::render`] shows it, if the experiment has one.
+    pub holdout: Option<Value>,
+    /// The project's saved metrics (the experiment's links name some of them).
+    pub saved_metrics: &'a [SavedMetric],
+}
+
+/// `saved_metrics`: PostHog's ExperimentToSavedMetricSerializer of each link whose saved metric
+/// still exists.
+fn saved_metric_links(experiment: &Experiment, saved_metrics: &[SavedMetric]) -> Value {
+    let links: Vec<Value> = experiment
+        .saved_metrics
+        .iter()
+        .filter_map(|link| {
+            let saved = saved_metrics
+                .iter()
+                .find(|saved| saved.id == link.saved_metric_id)?;
+            Some(json!({
+                "id": link.id,
+                "experiment": experiment.id,
+                "saved_metric": saved.id,
+                "metadata": link.metadata,
+                "created_at": link.created_at,
+                "query": saved.query,
+                "name": saved.name,
+            }))
+        })
+        .collect();
+    Value::Array(links)
+}
 
 /// `parameters` on the wire: each variant also shows `split_percent` (= `rollout_percentage`).
 pub fn parameters(parameters: Option<&Value>) -> Value {
@@ -32,11 +66,12 @@ pub fn experiment(
     experiment: &Experiment,
     flag: Option<&FeatureFlag>,
     creator: Option<&User>,
+    related: &Related,
 ) -> Value {
-    let mut object = basic_fields(experiment, flag, creator);
+    let mut object = basic_fields(experiment, flag, creator, related.holdout.clone());
     let extra = json!({
         "secondary_metrics": experiment.secondary_metrics,
-        "saved_metrics": [],
+        "saved_metrics": saved_metric_links(experiment, related.saved_metrics),
         "filters": experiment.filters,
         "exposure_criteria": experiment.exposure_criteria,
         "metrics": experiment.metrics,
@@ -56,14 +91,20 @@ pub fn experiment(
 }
 
 /// ExperimentBasicSerializer (the list): no metrics fields.
-pub fn basic(experiment: &Experiment, flag: Option<&FeatureFlag>, creator: Option<&User>) -> Value {
-    Value::Object(basic_fields(experiment, flag, creator))
+pub fn basic(
+    experiment: &Experiment,
+    flag: Option<&FeatureFlag>,
+    creator: Option<&User>,
+    holdout: Option<Value>,
+) -> Value {
+    Value::Object(basic_fields(experiment, flag, creator, holdout))
 }
 
 fn basic_fields(
     experiment: &Experiment,
     flag: Option<&FeatureFlag>,
     creator: Option<&User>,
+    holdout: Option<Value>,
 ) -> Map<String, Value> {
     let fields = json!({
         "id": experiment.id,
@@ -73,7 +114,7 @@ fn basic_fields(
         "end_date": experiment.end_date,
         "feature_flag_key": flag.map(|flag| flag.key.clone()),
         "feature_flag": flag.map(minimal),
-        "holdout": Value::Null,
+        "holdout": holdout,
         "holdout_id": experiment.holdout_id,
         "exposure_cohort": experiment.exposure_cohort_id,
         "parameters": parameters(experiment.parameters.as_ref()),

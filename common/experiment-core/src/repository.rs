@@ -16,6 +16,8 @@ use crate::Experiment;
 pub const SCOPE: &str = "Experiment";
 
 const COUNTER_SK: &str = "COUNTER#EXPERIMENT";
+/// Ids of the links to saved metrics (PostHog numbers its through-table rows).
+const LINK_COUNTER_SK: &str = "COUNTER#EXPERIMENT_SAVED_METRIC_LINK";
 
 impl Entity for Experiment {
     const PREFIX: &'static str = "EXPERIMENT#";
@@ -87,6 +89,7 @@ pub async fn create(
         if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
             experiment.feature_flag_id = flag.id;
         }
+        ops.extend(number_links(store, team_id, &mut experiment).await?);
         ops.extend(
             entities::plan_numbered(store, COUNTER_SK, &mut experiment, team_id, actor, at).await?,
         );
@@ -132,6 +135,7 @@ pub async fn save(
     if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
         after.feature_flag_id = flag.id;
     }
+    ops.extend(number_links(store, team_id, &mut after).await?);
     let (old, item_version) = (&before.experiment, before.item_version);
     ops.extend(entities::plan_edit(
         team_id,
@@ -157,6 +161,33 @@ pub async fn save(
         }
         _ => Err(WriteError::Raced),
     }
+}
+
+/// Numbers the links to saved metrics that have no id yet; the counter's write, if any, joins
+/// the experiment's transaction (a lost race there is the experiment's).
+async fn number_links(
+    store: &dyn Store,
+    team_id: i64,
+    experiment: &mut Experiment,
+) -> Result<Option<WriteOp>, StoreError> {
+    let fresh = experiment
+        .saved_metrics
+        .iter()
+        .filter(|link| link.id == 0)
+        .count() as i64;
+    if fresh == 0 {
+        return Ok(None);
+    }
+    let (first, counter) =
+        store::claim_next_ids(store, &entities::team_pk(team_id), LINK_COUNTER_SK, fresh).await?;
+    let fresh_links = experiment
+        .saved_metrics
+        .iter_mut()
+        .filter(|link| link.id == 0);
+    for (id, link) in (first..).zip(fresh_links) {
+        link.id = id;
+    }
+    Ok(Some(counter))
 }
 
 async fn plan_flag(

@@ -10,8 +10,10 @@ use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::http::item_id;
 use common::models::Project;
+use common::store::Store;
 use common::{AppState, Authenticated};
 use experiment_core::Experiment;
+use experiment_core::holdouts;
 use experiment_core::repository::{self, FlagWrite};
 use experiment_core::service::{self, Action, Archive, End, ShipVariant};
 use experiment_core::validate::{self, invalid};
@@ -243,6 +245,17 @@ async fn copy_into(
     copy.conclusion_comment = None;
     copy.exposure_cohort_id = None;
     copy.created_by = Some(auth.user.uuid);
+    if team_id == source.team_id {
+        // A duplicate links the same saved metrics, through links of its own.
+        for link in &mut copy.saved_metrics {
+            link.id = 0;
+            link.created_at = state.clock.now();
+        }
+    } else {
+        // Holdouts and saved metrics belong to the source project (PostHog copies neither).
+        copy.holdout_id = None;
+        copy.saved_metrics.clear();
+    }
     copy.metrics = fresh_uuids(&copy.metrics, &mut copy.primary_metrics_ordered_uuids);
     copy.metrics_secondary = fresh_uuids(
         &copy.metrics_secondary,
@@ -267,9 +280,9 @@ async fn copy_into(
                 copy.feature_flag_id = flag.id;
                 FlagWrite::Keep
             }
-            None => new_flag(&key, &copy, &parameters, auth)?,
+            None => new_flag(store, &key, &copy, &parameters, auth).await?,
         },
-        None => new_flag(&key, &copy, &parameters, auth)?,
+        None => new_flag(store, &key, &copy, &parameters, auth).await?,
     };
     validate::fingerprints(&mut copy);
     validate::sync_ordering(&mut copy, false, false)?;
@@ -297,17 +310,25 @@ async fn copy_into(
     Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
 }
 
-fn new_flag(
+/// The copy's new flag, holding out the copy's holdout.
+async fn new_flag(
+    store: &dyn Store,
     key: &str,
     copy: &Experiment,
     parameters: &validate::Parameters,
     auth: &Authenticated,
 ) -> ApiResult<FlagWrite> {
     feature_flags::validate::key(key).map_err(|error| error.with_attr("feature_flag_key"))?;
+    let mut filters = service::flag_filters(parameters, None);
+    if let Some(id) = copy.holdout_id {
+        filters.holdout = holdouts::repository::get(store, copy.team_id, id)
+            .await?
+            .and_then(|stored| stored.holdout.flag_holdout());
+    }
     Ok(FlagWrite::Create(Box::new(NewFlag {
         key: key.to_owned(),
         name: format!("Feature Flag for Experiment {}", copy.name),
-        filters: service::flag_filters(parameters, None),
+        filters,
         active: false,
         ensure_experience_continuity: parameters.ensure_experience_continuity.unwrap_or(false),
         evaluation_runtime: EvaluationRuntime::All,

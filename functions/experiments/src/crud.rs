@@ -21,7 +21,9 @@ use feature_flags::repository as flags;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::shared::{READ, WRITE, created_by_param, mutate, render, write_error};
+use crate::shared::{
+    KnownLists, READ, WRITE, created_by_param, holdout_json, mutate, render, write_error,
+};
 
 #[derive(Debug, Deserialize)]
 pub struct ListParams {
@@ -147,6 +149,8 @@ pub async fn list(
             ordering
         }
     });
+    let mut holdouts: std::collections::HashMap<i64, Option<serde_json::Value>> =
+        std::collections::HashMap::new();
     let mut creators: std::collections::HashMap<Uuid, Option<User>> =
         std::collections::HashMap::new();
     let mut rendered = Vec::new();
@@ -160,7 +164,19 @@ pub async fn list(
             }
             None => None,
         };
-        rendered.push(experiment_core::render::basic(experiment, *flag, creator));
+        // Holdouts are few and shared by many experiments: each is read once.
+        let holdout = match experiment.holdout_id {
+            Some(id) => {
+                if let std::collections::hash_map::Entry::Vacant(slot) = holdouts.entry(id) {
+                    slot.insert(holdout_json(store, project.id, Some(id)).await?);
+                }
+                holdouts.get(&id).cloned().flatten()
+            }
+            None => None,
+        };
+        rendered.push(experiment_core::render::basic(
+            experiment, *flag, creator, holdout,
+        ));
     }
     Ok(axum::Json(pagination.page_of(rows.len(), &rendered)).into_response())
 }
@@ -183,21 +199,23 @@ pub async fn create(
     let project = auth.project(store, &project, WRITE).await?;
     let choice = match &body.feature_flag_key {
         Some(key) => match flags::key_holder(store, project.id, key).await? {
-            Some(id) => match flags::get_live(store, project.id, id).await? {
-                Some(flag) => FlagChoice::Existing(Box::new(flag)),
-                None => FlagChoice::New,
+            Some(id) => match flags::get(store, project.id, id).await? {
+                Some(stored) if !stored.flag.deleted => FlagChoice::Existing(Box::new(stored)),
+                _ => FlagChoice::New,
             },
             None => FlagChoice::New,
         },
         None => FlagChoice::New,
     };
+    let lists = KnownLists::load(store, project.id).await?;
     let at = state.clock.now();
-    let (experiment, flag_write) = service::create(body, choice, &auth.user, project.id, at)?;
+    let (experiment, flag_write) =
+        service::create(body, choice, &lists.known(), &auth.user, project.id, at)?;
     let existing = match &flag_write {
         FlagWrite::Keep => flags::get_live(store, project.id, experiment.feature_flag_id).await?,
         _ => None,
     };
-    let created_flag = matches!(flag_write, FlagWrite::Create(_));
+    let flag_changed = !matches!(flag_write, FlagWrite::Keep);
     let written = repository::create(
         store,
         project.id,
@@ -208,7 +226,7 @@ pub async fn create(
     )
     .await
     .map_err(write_error)?;
-    if created_flag {
+    if flag_changed {
         feature_flags::cache::definitions_changed(&state, project.id);
     }
     let flag = written.flag.or(existing);
@@ -245,8 +263,16 @@ pub async fn update(
     let project = auth.project(store, &project, WRITE).await?;
     let id = item_id(&id)?;
     let restoring = body.deleted == Some(false);
+    let lists = KnownLists::load(store, project.id).await?;
+    let at = state.clock.now();
     mutate(&state, &auth.user, project.id, id, restoring, |loaded| {
-        service::update(body.clone(), &loaded.stored.experiment, loaded.flag())
+        service::update(
+            body.clone(),
+            &loaded.stored.experiment,
+            loaded.flag(),
+            &lists.known(),
+            at,
+        )
     })
     .await
 }

@@ -1,11 +1,15 @@
 //! Route family `experiments` (`/api/projects/:project_id/experiments/`): CRUD and lifecycle
 //! actions on experiments and their flags, the activity log, eligible flags, velocity stats, and
-//! the daily timeseries of metric results with their recalculation (run by the job queue).
+//! the daily timeseries of metric results with their recalculation (run by the job queue); and
+//! the experiments' holdouts (`/experiment_holdouts/`) and saved metrics
+//! (`/experiment_saved_metrics/`).
 
 mod actions;
 mod crud;
 mod exposure_cohort;
+mod holdouts;
 mod reads;
+mod saved_metrics;
 mod shared;
 mod timeseries;
 
@@ -15,6 +19,8 @@ use common::routes::Routes;
 use experiment_core::Experiment;
 
 const BASE: &str = "/api/projects/{project_id}/experiments";
+const HOLDOUTS: &str = "/api/projects/{project_id}/experiment_holdouts";
+const SAVED_METRICS: &str = "/api/projects/{project_id}/experiment_saved_metrics";
 
 fn path(tail: &str) -> String {
     format!("{BASE}{tail}")
@@ -62,5 +68,24 @@ pub fn router() -> Routes {
         .route(
             "/api/projects/{project_id}/experiments/{id}/recalculate_timeseries",
             post(timeseries::recalculate),
+        )
+        .route(HOLDOUTS, get(holdouts::list).post(holdouts::create))
+        .route(
+            &format!("{HOLDOUTS}/{{id}}"),
+            get(holdouts::retrieve)
+                .patch(holdouts::update)
+                .put(holdouts::update)
+                .delete(holdouts::destroy),
+        )
+        .route(
+            SAVED_METRICS,
+            get(saved_metrics::list).post(saved_metrics::create),
+        )
+        .route(
+            &format!("{SAVED_METRICS}/{{id}}"),
+            get(saved_metrics::retrieve)
+                .patch(saved_metrics::update)
+                .put(saved_metrics::update)
+                .delete(saved_metrics::destroy),
         )
 }

@@ -8,9 +8,14 @@ use common::error::{ApiError, ApiResult};
 use common::models::{Scope, User, UserKey};
 use common::store::Store;
 use experiment_core::Experiment;
+use experiment_core::holdouts::{self, Holdout};
+use experiment_core::render::Related;
 use experiment_core::repository::{self, FlagWrite, WriteError};
+use experiment_core::saved_metrics::{self, SavedMetric};
+use experiment_core::service::Known;
 use feature_flags::FeatureFlag;
 use feature_flags::repository as flags;
+use uuid::Uuid;
 
 pub const READ: Scope = Scope::read("experiment");
 pub const WRITE: Scope = Scope::write("experiment");
@@ -76,20 +81,75 @@ pub async fn load(
     Ok(Loaded { stored, flag })
 }
 
-/// ExperimentSerializer's JSON, with the creator read from the Store.
+/// The user `uuid` names, if any and if they still exist.
+pub async fn creator(store: &dyn Store, uuid: Option<Uuid>) -> ApiResult<Option<User>> {
+    Ok(match uuid {
+        Some(uuid) => User::load(store, uuid).await?,
+        None => None,
+    })
+}
+
+/// The project's holdouts and saved metrics, which an experiment's body may name.
+pub struct KnownLists {
+    pub holdouts: Vec<Holdout>,
+    pub saved_metrics: Vec<SavedMetric>,
+}
+
+impl KnownLists {
+    pub async fn load(store: &dyn Store, team_id: i64) -> ApiResult<Self> {
+        Ok(Self {
+            holdouts: holdouts::repository::list_all(store, team_id).await?,
+            saved_metrics: saved_metrics::repository::list_all(store, team_id).await?,
+        })
+    }
+
+    pub fn known(&self) -> Known<'_> {
+        Known {
+            holdouts: &self.holdouts,
+            saved_metrics: &self.saved_metrics,
+        }
+    }
+}
+
+/// The experiment's holdout as ExperimentHoldoutSerializer shows it (None if it has none).
+pub async fn holdout_json(
+    store: &dyn Store,
+    team_id: i64,
+    holdout_id: Option<i64>,
+) -> ApiResult<Option<serde_json::Value>> {
+    let Some(id) = holdout_id else {
+        return Ok(None);
+    };
+    let Some(stored) = holdouts::repository::get(store, team_id, id).await? else {
+        return Ok(None);
+    };
+    let creator = creator(store, stored.holdout.created_by).await?;
+    Ok(Some(holdouts::render(&stored.holdout, creator.as_ref())))
+}
+
+/// ExperimentSerializer's JSON, with the creator, holdout and saved metrics read from the
+/// Store.
 pub async fn render(
     store: &dyn Store,
     experiment: &Experiment,
     flag: Option<&FeatureFlag>,
 ) -> ApiResult<serde_json::Value> {
-    let creator = match experiment.created_by {
-        Some(uuid) => User::load(store, uuid).await?,
-        None => None,
+    let creator = creator(store, experiment.created_by).await?;
+    let holdout = holdout_json(store, experiment.team_id, experiment.holdout_id).await?;
+    let saved = if experiment.saved_metrics.is_empty() {
+        Vec::new()
+    } else {
+        saved_metrics::repository::list_all(store, experiment.team_id).await?
+    };
+    let related = Related {
+        holdout,
+        saved_metrics: &saved,
     };
     Ok(experiment_core::render::experiment(
         experiment,
         flag,
         creator.as_ref(),
+        &related,
     ))
 }
 

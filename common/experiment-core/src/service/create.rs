@@ -4,12 +4,11 @@
 use chrono::{DateTime, Utc};
 use common::error::ApiError;
 use common::models::User;
-use feature_flags::FeatureFlag;
-use feature_flags::model::EvaluationRuntime;
-use feature_flags::repository::NewFlag;
+use feature_flags::model::{EvaluationRuntime, FlagFilters};
+use feature_flags::repository::{self as flags, NewFlag};
 use serde_json::{Map, Value, json};
 
-use super::{flag_filters, text_field, variants_json};
+use super::{Known, flag_filters, holdout, text_field, variants_json};
 use crate::Experiment;
 use crate::repository::FlagWrite;
 use crate::validate::{self, ExperimentBody, Kind};
@@ -17,7 +16,7 @@ use crate::validate::{self, ExperimentBody, Kind};
 /// The flag `feature_flag_key` names, as the caller found it.
 pub enum FlagChoice {
     /// A live flag of the project holds the key: the experiment runs on it.
-    Existing(Box<FeatureFlag>),
+    Existing(Box<flags::Stored>),
     /// No live flag holds it: one is created.
     New,
 }
@@ -26,6 +25,7 @@ pub enum FlagChoice {
 pub fn create(
     body: ExperimentBody,
     flag: FlagChoice,
+    known: &Known,
     user: &User,
     team_id: i64,
     at: DateTime<Utc>,
@@ -39,7 +39,7 @@ pub fn create(
     let Some(key) = body.feature_flag_key.clone() else {
         return Err(ApiError::required("feature_flag_key"));
     };
-    holdout(&body)?;
+    let holdout = holdout(&body, known)?.flatten();
 
     // 1. Metric uuids.
     let mut metrics = body.metrics.clone().flatten().unwrap_or_default();
@@ -48,7 +48,7 @@ pub fn create(
     // 2–4. Variants.
     let mut parameters = validate::parameters(body.parameters.clone().flatten().as_ref())?;
     let variant_keys: Vec<String> = match &flag {
-        FlagChoice::Existing(flag) => flag.variant_keys().map(str::to_owned).collect(),
+        FlagChoice::Existing(stored) => stored.flag.variant_keys().map(str::to_owned).collect(),
         FlagChoice::New => parameters
             .variants
             .clone()
@@ -65,7 +65,12 @@ pub fn create(
     validate::metrics(&metrics)?;
     validate::metrics(&metrics_secondary)?;
     // 7. Saved metrics.
-    validate::saved_metrics_ids(body.saved_metrics_ids.as_ref().and_then(Option::as_ref))?;
+    let saved_metrics = validate::saved_metrics_ids(
+        body.saved_metrics_ids.as_ref().and_then(Option::as_ref),
+        known.saved_metrics,
+        at,
+    )?
+    .unwrap_or_default();
     // 8. Dates.
     let start_date = body.start_date.flatten();
     let end_date = body.end_date.flatten();
@@ -79,7 +84,8 @@ pub fn create(
 
     let is_draft = start_date.is_none();
     let flag_write = match &flag {
-        FlagChoice::Existing(flag) => {
+        FlagChoice::Existing(stored) => {
+            let flag = &stored.flag;
             if flag.variant_keys().count() < 2 {
                 return Err(validate::invalid(
                     "Feature flag must have at least 2 variants (control and at least one test variant)",
@@ -98,7 +104,18 @@ pub fn create(
                 .unwrap_or_default();
             object.insert("feature_flag_variants".into(), variants_json(flag));
             parameters.value = Some(Value::Object(object));
-            FlagWrite::Keep
+            // The holdout must reach the flag for its users to be held out.
+            match holdout.and_then(|holdout| holdout.flag_holdout()) {
+                Some(held) if flag.filters.holdout.as_ref() != Some(&held) => {
+                    let mut after = flag.clone();
+                    after.filters.holdout = Some(held);
+                    FlagWrite::Save {
+                        before: stored.clone(),
+                        after: Box::new(after),
+                    }
+                }
+                _ => FlagWrite::Keep,
+            }
         }
         FlagChoice::New => {
             feature_flags::validate::key(&key)
@@ -106,7 +123,10 @@ pub fn create(
             FlagWrite::Create(Box::new(NewFlag {
                 key: key.clone(),
                 name: format!("Feature Flag for Experiment {name}"),
-                filters: flag_filters(&parameters, None),
+                filters: FlagFilters {
+                    holdout: holdout.and_then(|holdout| holdout.flag_holdout()),
+                    ..flag_filters(&parameters, None)
+                },
                 active: !is_draft,
                 ensure_experience_continuity: parameters
                     .ensure_experience_continuity
@@ -138,10 +158,10 @@ pub fn create(
         name,
         description,
         feature_flag_id: match &flag {
-            FlagChoice::Existing(flag) => flag.id,
+            FlagChoice::Existing(stored) => stored.flag.id,
             FlagChoice::New => 0,
         },
-        holdout_id: None,
+        holdout_id: holdout.map(|holdout| holdout.id),
         exposure_cohort_id: None,
         start_date,
         end_date,
@@ -161,7 +181,7 @@ pub fn create(
         scheduling_config: body.scheduling_config.flatten(),
         primary_metrics_ordered_uuids: body.primary_metrics_ordered_uuids.flatten(),
         secondary_metrics_ordered_uuids: body.secondary_metrics_ordered_uuids.flatten(),
-        saved_metrics: Vec::new(),
+        saved_metrics,
         only_count_matured_users: body.only_count_matured_users.unwrap_or(false),
         running_time_calculation: body.running_time_calculation.flatten(),
         created_by: Some(user.uuid),
@@ -172,18 +192,6 @@ pub fn create(
     validate::fingerprints(&mut experiment);
     validate::sync_ordering(&mut experiment, false, false)?;
     Ok((experiment, flag_write))
-}
-
-/// `holdout_id`: this product has no holdouts yet, so any id names none (DRF's message).
-pub(crate) fn holdout(body: &ExperimentBody) -> Result<(), ApiError> {
-    match body.holdout_id {
-        Some(Some(id)) => Err(ApiError::field(
-            "holdout_id",
-            "does_not_exist",
-            format!("Invalid pk \"{id}\" - object does not exist."),
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// The baseline: the configured key, else `control`, else the first variant.
@@ -205,7 +213,8 @@ pub(crate) fn baseline(stats_config: Option<&Value>, variant_keys: &[String]) ->
 /// Web experiments keep `variants = {key: {rollout_percentage}}`.
 fn web_variants(parameters: &validate::Parameters, flag: &FlagChoice) -> Value {
     let variants = match flag {
-        FlagChoice::Existing(flag) => flag
+        FlagChoice::Existing(stored) => stored
+            .flag
             .filters
             .multivariate
             .clone()

@@ -15,7 +15,37 @@ pub use create::{FlagChoice, create, duplicate_name};
 pub use lifecycle::{Action, Archive, End, ShipVariant, apply as lifecycle};
 pub use update::update;
 
-use crate::validate::{self, Parameters};
+use crate::holdouts::Holdout;
+use crate::saved_metrics::SavedMetric;
+use crate::validate::{self, ExperimentBody, Parameters};
+
+/// The project's holdouts and saved metrics, which `holdout_id` and `saved_metrics_ids` must
+/// name.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Known<'a> {
+    pub holdouts: &'a [Holdout],
+    pub saved_metrics: &'a [SavedMetric],
+}
+
+/// `holdout_id` (DRF's team-scoped PrimaryKeyRelatedField): `None` when absent, `Some(None)` for
+/// null, else the holdout of the project it names (a 400 on `holdout_id` if none).
+pub(crate) fn holdout<'a>(
+    body: &ExperimentBody,
+    known: &Known<'a>,
+) -> Result<Option<Option<&'a Holdout>>, ApiError> {
+    match body.holdout_id {
+        None => Ok(None),
+        Some(None) => Ok(Some(None)),
+        Some(Some(id)) => match known.holdouts.iter().find(|holdout| holdout.id == id) {
+            Some(holdout) => Ok(Some(Some(holdout))),
+            None => Err(ApiError::field(
+                "holdout_id",
+                "does_not_exist",
+                format!("Invalid pk \"{id}\" - object does not exist."),
+            )),
+        },
+    }
+}
 
 /// PostHog's variants of a flag it creates without any given.
 pub fn default_variants() -> Vec<Variant> {

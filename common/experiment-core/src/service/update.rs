@@ -1,11 +1,12 @@
 //! `PATCH /experiments/:id/` (reference 2.4): which keys may change, what a running experiment
 //! keeps, launch by `start_date`, restore, and the flag rewritten from `parameters`.
 
+use chrono::{DateTime, Utc};
 use common::error::ApiError;
 use feature_flags::FeatureFlag;
 
-use super::create::{baseline, holdout};
-use super::{flag_filters, launchable, text_field};
+use super::create::baseline;
+use super::{Known, flag_filters, holdout, launchable, text_field};
 use crate::Experiment;
 use crate::validate::{self, ExperimentBody};
 
@@ -36,11 +37,14 @@ const ALLOWED: &[&str] = &[
 ];
 
 /// The experiment after `body`, and the flag's new state when the update changes it. `flag` is
-/// the linked flag as read (deleted or not; `None` if it is gone).
+/// the linked flag as read (deleted or not; `None` if it is gone); `known` the project's
+/// holdouts and saved metrics.
 pub fn update(
     body: ExperimentBody,
     current: &Experiment,
     flag: Option<&FeatureFlag>,
+    known: &Known,
+    at: DateTime<Utc>,
 ) -> Result<(Experiment, Option<FeatureFlag>), ApiError> {
     let mut refused: Vec<&str> = body
         .written_fields()
@@ -97,9 +101,12 @@ pub fn update(
             ));
         }
     }
-    holdout(&body)?;
+    let holdout = holdout(&body, known)?;
 
     let mut next = current.clone();
+    if let Some(holdout) = holdout {
+        next.holdout_id = holdout.map(|holdout| holdout.id);
+    }
     if let Some(name) = &body.name {
         let Some(name) = name else {
             return Err(ApiError::field(
@@ -171,7 +178,14 @@ pub fn update(
     if let Some(value) = body.only_count_matured_users {
         next.only_count_matured_users = value;
     }
-    validate::saved_metrics_ids(body.saved_metrics_ids.as_ref().and_then(Option::as_ref))?;
+    // PostHog replaces every link when a list is given (null changes nothing).
+    if let Some(links) = validate::saved_metrics_ids(
+        body.saved_metrics_ids.as_ref().and_then(Option::as_ref),
+        known.saved_metrics,
+        at,
+    )? {
+        next.saved_metrics = links;
+    }
 
     validate::fill_uuids([&mut next.metrics, &mut next.metrics_secondary]);
     let variant_keys: Vec<String> = match parameters.as_ref().and_then(|p| p.variants.as_ref()) {
@@ -198,6 +212,10 @@ pub fn update(
         if let Some(continuity) = parameters.ensure_experience_continuity {
             flag.ensure_experience_continuity = continuity;
         }
+    }
+    // A draft's holdout is its flag's (a running one's cannot change, checked above).
+    if let (Some(holdout), Some(flag), true) = (holdout, next_flag.as_mut(), sync) {
+        flag.filters.holdout = holdout.and_then(|holdout| holdout.flag_holdout());
     }
     // Launch by PATCH: a draft given a start date.
     if current.is_draft() && next.start_date.is_some() {

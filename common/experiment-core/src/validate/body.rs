@@ -10,7 +10,7 @@ use serde_json::Value;
 /// A field whose presence matters apart from its value: `None` = absent, `Some(None)` = null.
 pub type Present<T> = Option<Option<T>>;
 
-fn present<'de, D, T>(deserializer: D) -> Result<Present<T>, D::Error>
+pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Present<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

@@ -82,7 +82,7 @@ pub fn metrics(list: &[Value]) -> Result<(), ApiError> {
 }
 
 /// Python's `repr` of pydantic's `[{loc, type, msg}]`, capped as PostHog caps it.
-fn errors_repr(errors: &[MetricError]) -> String {
+pub(crate) fn errors_repr(errors: &[MetricError]) -> String {
     let mut parts: Vec<String> = errors
         .iter()
         .take(MAX_REPORTED_ERRORS)

@@ -9,7 +9,11 @@ use chrono::{DateTime, Utc};
 use common::error::ApiError;
 use serde_json::Value;
 
+use crate::SavedMetricLink;
+use crate::saved_metrics::SavedMetric;
+
 pub use body::{Conclusion, ExperimentBody, Kind, Present};
+pub(crate) use metrics::errors_repr;
 pub use metrics::{fill_uuids, fingerprints, metrics, sync_ordering};
 pub use parameters::{Parameters, excluded_variants, parameters};
 
@@ -106,11 +110,16 @@ pub fn exposure_criteria(criteria: Option<&Value>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// 2.3 step 7: links to saved metrics. This product has no saved metrics yet, so any link names
-/// one that does not exist.
-pub fn saved_metrics_ids(ids: Option<&Vec<Value>>) -> Result<(), ApiError> {
+/// 2.3 step 7: links to saved metrics, each `{id, metadata?: {type}}` naming a saved metric of
+/// the project (`known`), each once. `None` when no list was given; new links have id 0 until
+/// the repository numbers them.
+pub fn saved_metrics_ids(
+    ids: Option<&Vec<Value>>,
+    known: &[SavedMetric],
+    at: DateTime<Utc>,
+) -> Result<Option<Vec<SavedMetricLink>>, ApiError> {
     let Some(ids) = ids else {
-        return Ok(());
+        return Ok(None);
     };
     for link in ids {
         let Some(link) = link.as_object() else {
@@ -126,12 +135,26 @@ pub fn saved_metrics_ids(ids: Option<&Vec<Value>>) -> Result<(), ApiError> {
             Some(_) => return Err(invalid("Metadata must be an object")),
         }
     }
-    if ids.is_empty() {
-        return Ok(());
+    // PostHog counts the project's saved metrics among the ids against the list's length, so
+    // an unknown id and a repeated one are both refused.
+    let mut links = Vec::with_capacity(ids.len());
+    let mut seen = std::collections::HashSet::new();
+    for link in ids {
+        let id = link.get("id").and_then(Value::as_i64);
+        let found = id.filter(|id| known.iter().any(|saved| saved.id == *id) && seen.insert(*id));
+        let Some(saved_metric_id) = found else {
+            return Err(invalid(
+                "Saved metric does not exist or does not belong to this project",
+            ));
+        };
+        links.push(SavedMetricLink {
+            id: 0,
+            saved_metric_id,
+            metadata: link.get("metadata").cloned(),
+            created_at: at,
+        });
     }
-    Err(invalid(
-        "Saved metric does not exist or does not belong to this project",
-    ))
+    Ok(Some(links))
 }
 
 /// `filters` (legacy): global filter properties are refused.
