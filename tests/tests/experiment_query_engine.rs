@@ -108,6 +108,7 @@ fn context(spec: ExperimentSpec) -> Context {
         check_expression: engine::check_expression,
         experiment: Some(Arc::new(spec)),
         cohorts: Default::default(),
+        actions: Default::default(),
     }
 }
 

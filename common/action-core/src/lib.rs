@@ -1,3 +1,10 @@
 //! Actions (PostHog's `/actions/`): named sets of steps, each matching events by name, URL,
 //! element selector, text, href and properties. Their model, validation and Store repository;
-//! the HTTP lives in `functions/actions`, the SQL an action compiles to in `insights`.
+//! the HTTP lives in `functions/actions`, the SQL an action compiles to in `insights::actions`.
+
+pub mod body;
+pub mod model;
+pub mod repository;
+pub mod selector;
+
+pub use model::{Action, Matching, Step};

@@ -19,6 +19,9 @@ pub struct Bindings {
     /// `IN COHORT` operands (`CohortRef::key`) → their membership over `COHORT_SUBJECT`,
     /// compiled by the caller.
     pub cohorts: std::collections::BTreeMap<String, String>,
+    /// `matchesAction(...)` operands (`ActionRef::key`) → the action's condition over `events`,
+    /// compiled by the caller.
+    pub actions: std::collections::BTreeMap<String, String>,
 }
 
 /// How the top-level LIMIT is set.

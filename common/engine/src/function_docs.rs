@@ -922,6 +922,15 @@ pub fn reference() -> String {
         }
         text.push_str(&format!("| `{name}` | {line} |\n"));
     }
+    text.push_str(
+        "\n## Expanded before the check\n\n\
+         Not functions of the allow-list: the query service resolves them and puts their SQL in \
+         their place before the text is checked.\n\n\
+         | function | what it does |\n|---|---|\n\
+         | `matchesAction` | `matchesAction(<id>)` or `matchesAction('<name>')`: the action's \
+         condition on the event (its steps, as PostHog's `action_to_expr`); an unknown action is \
+         a query error (see [actions](actions.md)) |\n",
+    );
     text
 }
 

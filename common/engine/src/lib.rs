@@ -1,6 +1,7 @@
 //! The SQL dialect (HogQL-compatible, ClickHouse-flavoured) on DataFusion: parse, check and
 //! rewrite the text, register only the project's own tables, run under memory and time limits.
 
+mod action_expand;
 mod aliases;
 mod bindings;
 mod cast_types;
@@ -42,6 +43,7 @@ mod typing;
 pub(crate) mod udfs;
 mod uniq;
 
+pub use action_expand::{ActionRef, references as action_references};
 pub use bindings::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};
 pub use cohort_syntax::{CohortRef, SUBJECT as COHORT_SUBJECT, references as cohort_references};
 /// A materialization's result travels as Arrow from the engine to object storage.

@@ -49,6 +49,7 @@ pub fn rewrite(
         expand_filters(&mut query, placeholders, bindings.filters.as_deref())?;
     }
     crate::cohort_expand::expand(&mut query, bindings)?;
+    crate::action_expand::expand(&mut query, bindings)?;
     let values = placeholders
         .iter()
         .map(|path| match path.as_str() {

@@ -60,6 +60,16 @@ const LIFECYCLE_QUERY: &[&str] = &[
     "customAggregationTarget",
 ];
 const EXPERIMENT_QUERY: &[&str] = &["experiment_id", "metric", "name"];
+const PATHS_QUERY: &[&str] = &["pathsFilter", "funnelPathsFilter"];
+const ACTORS_QUERY: &[&str] = &[
+    "select",
+    "search",
+    "fixedProperties",
+    "orderBy",
+    "limit",
+    "offset",
+    "source",
+];
 
 /// `EntityNode` and its kinds (events, actions, data warehouse), with funnel exclusions' step range.
 const ENTITY: &[&str] = &[
@@ -102,6 +112,8 @@ pub fn check(node: &Value, kind: &str) -> Result<(), Invalid> {
         "StickinessQuery" => STICKINESS_QUERY,
         "LifecycleQuery" => LIFECYCLE_QUERY,
         "ExperimentQuery" => EXPERIMENT_QUERY,
+        "PathsQuery" => PATHS_QUERY,
+        "ActorsQuery" => ACTORS_QUERY,
         _ => &[],
     };
     known(node, "", |field| {

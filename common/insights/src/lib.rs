@@ -1,9 +1,11 @@
 //! Structured query nodes (EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery,
-//! StickinessQuery, LifecycleQuery) compiled to
+//! StickinessQuery, LifecycleQuery, PathsQuery, ActorsQuery) compiled to
 //! the SQL dialect. Compiling gives the dialect texts to run (through the same engine, limits,
 //! cache and query log as any SQL query) and how to assemble their rows into PostHog's response.
 //! Nothing here touches storage or the engine, so this crate builds without DataFusion.
 
+pub mod actions;
+pub mod actors;
 pub mod cohorts;
 pub mod date_range;
 pub mod events_query;
@@ -15,6 +17,7 @@ pub mod hogql_filters;
 pub mod lifecycle;
 pub mod math;
 pub mod nodes;
+pub mod paths;
 pub mod retention;
 pub mod series;
 pub mod sql_text;
@@ -34,6 +37,8 @@ pub const KINDS: &[&str] = &[
     "StickinessQuery",
     "LifecycleQuery",
     "ExperimentQuery",
+    "PathsQuery",
+    "ActorsQuery",
 ];
 
 /// What compiling depends on besides the node.
@@ -53,6 +58,9 @@ pub struct Context {
     /// The project's cohorts a node's `cohort` filters name, nested ones included (loaded by
     /// the caller only when the node names one; see [`cohorts::referenced`]).
     pub cohorts: std::sync::Arc<crate::cohorts::Cohorts>,
+    /// The project's actions a node's `ActionsNode`s name (loaded by the caller only when the
+    /// node names one; see [`actions::referenced`]).
+    pub actions: std::sync::Arc<crate::actions::Actions>,
 }
 
 /// A node that cannot be compiled: a 400 naming the field (`attr`, e.g. `series[0].math`).
@@ -121,6 +129,8 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
         Some("StickinessQuery") => stickiness::compile(node, ctx),
         Some("LifecycleQuery") => lifecycle::compile(node, ctx),
         Some("ExperimentQuery") => experiments::query::compile(node, ctx),
+        Some("PathsQuery") => paths::compile(node, ctx),
+        Some("ActorsQuery") => actors::compile(node, ctx),
         Some(kind) => Err(Invalid::new(
             "kind",
             format!("Query kind {kind} is not supported."),
@@ -153,6 +163,7 @@ pub(crate) mod testing {
             },
             experiment: None,
             cohorts: Default::default(),
+            actions: Default::default(),
         }
     }
 

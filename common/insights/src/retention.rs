@@ -26,8 +26,9 @@
 //!
 //! Deliberately different: weeks are aligned to the project's `week_start_day` everywhere
 //! (PostHog rounds the range's start with the default Sunday mode, which misaligns Monday
-//! projects); hours step as elapsed hours. Not supported (400 naming the field): breakdowns,
-//! actions as entities, group aggregation. `filterTestAccounts` has no test-account filters
+//! projects); hours step as elapsed hours. An entity of `type: "actions"` is its action's
+//! condition alone (PostHog's `entity_to_expr` ignores such an entity's `properties`). Not
+//! supported (400 naming the field): breakdowns, group aggregation. `filterTestAccounts` has no test-account filters
 //! to apply here; `meanRetentionCalculation`, `retentionReference`, `display` and similar
 //! only shape the frontend's rendering and are accepted as they are.
 
@@ -37,7 +38,7 @@ use chrono::{
 use serde_json::{Map, Value, json};
 
 use crate::date_range::{self, Interval};
-use crate::{Compiled, Context, Invalid, Table, filters, sql_text};
+use crate::{Compiled, Context, Invalid, Table, actions, filters, sql_text};
 
 /// Both the rows the query may return and the cells of the response are capped by this.
 const MAX_CELLS: usize = 50_000;
@@ -271,10 +272,8 @@ fn entity_condition(entity: Option<&Value>, attr: &str, ctx: &Context) -> Result
     match entity.get("type").and_then(Value::as_str) {
         None | Some("events") => {}
         Some("actions") => {
-            return Err(Invalid::new(
-                format!("{attr}.type"),
-                "Actions are not supported as retention entities.",
-            ));
+            let action = actions::named(&Value::Object(entity.clone()), ctx, attr)?;
+            return actions::condition(action, ctx, attr);
         }
         Some(other) => {
             return Err(Invalid::new(

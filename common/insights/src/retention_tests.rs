@@ -58,7 +58,7 @@ fn invalid_fields_are_named() {
     );
     assert_eq!(
         error_attr(base(json!({"targetEntity": {"id": 3, "type": "actions"}}))),
-        "retentionFilter.targetEntity.type"
+        "retentionFilter.targetEntity.id"
     );
     assert_eq!(
         error_attr(base(
@@ -187,6 +187,7 @@ fn one_query_with_an_explicit_limit_and_quoted_names() {
         check_expression: |_| Ok(()),
         experiment: None,
         cohorts: Default::default(),
+        actions: Default::default(),
     };
     let node = json!({"kind": "RetentionQuery",
         "dateRange": {"date_from": "2026-10-01", "date_to": "2026-10-10"},

@@ -1,33 +1,48 @@
 //! What insight nodes share about `series` entries and their settings objects: an `EventsNode`
-//! read into its event name and the SQL condition of its filters, and a settings object
+//! (or an `ActionsNode`) read into what it names and the SQL condition of it and its filters,
+//! and a settings object
 //! (`stickinessFilter`, `lifecycleFilter`, ...) read into a typed struct whose errors name the
 //! field (`stickinessFilter.computedAs`).
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Context, Invalid, filters, sql_text};
+use crate::{Context, Invalid, actions, filters, sql_text};
 
-/// An `EventsNode` of `series`: which events it counts.
+/// An `EventsNode` or `ActionsNode` of `series`: which events it counts.
 #[derive(Debug, Clone)]
 pub struct EventSeries {
-    /// `None`: every event.
+    /// `None`: every event (or the events of `action`).
     pub event: Option<String>,
-    /// The event name and the entry's own `properties` / `fixedProperties` (`true` when none).
+    /// The action an `ActionsNode` names: its id and name.
+    pub action: Option<(i64, String)>,
+    /// The event name (or the action's condition) and the entry's own `properties` /
+    /// `fixedProperties` (`true` when none).
     pub condition: String,
 }
 
 impl EventSeries {
-    /// Reads `series[index]`. Actions and data-warehouse series are refused (a 400 naming
-    /// `series[index].kind`).
+    /// Reads `series[index]`. Data-warehouse series are refused (a 400 naming
+    /// `series[index].kind`); an action that is not the project's is a 400 naming
+    /// `series[index].id`.
     pub fn read(item: &Value, index: usize, ctx: &Context) -> Result<EventSeries, Invalid> {
         let attr = format!("series[{index}]");
         if !item.is_object() {
             return Err(Invalid::new(attr, "A series must be an object."));
         }
+        let mut conditions = Vec::new();
+        let mut action = None;
         match item.get("kind").and_then(Value::as_str) {
             None | Some("EventsNode") => {}
-            Some(kind @ ("ActionsNode" | "DataWarehouseNode" | "LifecycleDataWarehouseNode")) => {
+            Some("ActionsNode") => {
+                let named = actions::named(item, ctx, &attr)?;
+                let condition = actions::condition(named, ctx, &attr)?;
+                if condition != "true" {
+                    conditions.push(condition);
+                }
+                action = Some((named.id, named.name.clone()));
+            }
+            Some(kind @ ("DataWarehouseNode" | "LifecycleDataWarehouseNode")) => {
                 return Err(Invalid::new(
                     format!("{attr}.kind"),
                     format!("{kind} series are not supported: use EventsNode."),
@@ -41,6 +56,7 @@ impl EventSeries {
             }
         }
         let event = match item.get("event") {
+            _ if action.is_some() => None,
             None | Some(Value::Null) => None,
             Some(Value::String(event)) => Some(event.clone()),
             Some(_) => {
@@ -50,7 +66,6 @@ impl EventSeries {
                 ));
             }
         };
-        let mut conditions = Vec::new();
         if let Some(event) = &event {
             conditions.push(format!("event = {}", sql_text::string(event)));
         }
@@ -65,14 +80,37 @@ impl EventSeries {
         } else {
             conditions.join(" AND ")
         };
-        Ok(EventSeries { event, condition })
+        Ok(EventSeries {
+            event,
+            action,
+            condition,
+        })
     }
 
-    /// The result's label: the event, or `All events`.
+    /// The result's label: the action's name, the event, or `All events`.
     pub fn label(&self) -> String {
-        self.event
-            .clone()
-            .unwrap_or_else(|| "All events".to_string())
+        match (&self.action, &self.event) {
+            (Some((_, name)), _) => name.clone(),
+            (None, Some(event)) => event.clone(),
+            (None, None) => "All events".to_string(),
+        }
+    }
+
+    /// The result's `action.id`: the action's id, the event, or null.
+    pub fn entity_id(&self) -> Value {
+        match (&self.action, &self.event) {
+            (Some((id, _)), _) => Value::from(*id),
+            (None, Some(event)) => Value::String(event.clone()),
+            (None, None) => Value::Null,
+        }
+    }
+
+    /// The result's `action.type`: `actions` or `events`.
+    pub fn entity_type(&self) -> &'static str {
+        match self.action {
+            Some(_) => "actions",
+            None => "events",
+        }
     }
 }
 

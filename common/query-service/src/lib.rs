@@ -16,6 +16,7 @@
 //!   `cohort_calculation` job;
 //! - [`surveys`]: a survey's stats, per-question stats, responses count and responses list.
 
+mod actions;
 mod cache;
 mod caller;
 pub mod cohorts;

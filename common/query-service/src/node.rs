@@ -15,8 +15,8 @@ pub struct SqlNode {
     pub text: String,
     pub name: Option<String>,
     pub bindings: Bindings,
-    /// An EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery, StickinessQuery, LifecycleQuery
-    /// or ExperimentQuery (see `insights`).
+    /// An EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery, StickinessQuery, LifecycleQuery,
+    /// ExperimentQuery, PathsQuery or ActorsQuery (see `insights`).
     pub structured: Option<Structured>,
     /// HogQLFilters for `{filters}` (the node's, with `filters_override` laid over them).
     pub filters: Option<Value>,
@@ -89,7 +89,9 @@ impl SqlNode {
             | QueryNode::Retention(node)
             | QueryNode::Stickiness(node)
             | QueryNode::Lifecycle(node)
-            | QueryNode::Experiment(node) => {
+            | QueryNode::Experiment(node)
+            | QueryNode::Paths(node)
+            | QueryNode::Actors(node) => {
                 return Ok(Self::structured(node, overrides.name.map(str::to_owned)));
             }
         };
@@ -201,7 +203,7 @@ mod tests {
         for (query, attr) in [
             (json!("select 1"), "query"),
             (json!({"query": "select 1"}), "query.kind"),
-            (json!({"kind": "PathsQuery"}), "query.kind"),
+            (json!({"kind": "WebOverviewQuery"}), "query.kind"),
             (json!({"kind": "HogQLQuery", "query": " "}), "query.query"),
             (
                 json!({"kind": "HogQLQuery", "query": "select 1", "limit": 3}),

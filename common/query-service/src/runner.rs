@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::errors::log_exception;
 use crate::{Caller, SqlNode};
-use crate::{cache, cohorts, experiments};
+use crate::{actions, cache, cohorts, experiments};
 
 pub struct Run<'a> {
     pub state: &'a AppState,
@@ -190,6 +190,10 @@ impl Plan {
         let resolve_at = (cohorts == Cohorts::Members).then_some(ctx.now);
         let cohorts = cohorts::for_node(state, project, node, resolve_at).await?;
         ctx.cohorts = cohorts.clone();
+        let exposure = experiment
+            .as_deref()
+            .and_then(|e| e.exposure_criteria.as_ref());
+        ctx.actions = actions::for_node(state, project, node, exposure).await?;
         let (compiled, queries) = match &node.structured {
             Some(structured) => {
                 let (compiled, queries) = compile_with(&ctx, structured)?;
@@ -422,7 +426,8 @@ pub(crate) fn cluster(state: &AppState) -> Option<std::sync::Arc<dyn engine::rem
     )))
 }
 
-/// The plain context of `project` with the definitions of the cohorts `node` names.
+/// The plain context of `project` with the definitions of the cohorts and the actions `node`
+/// names.
 async fn with_cohorts(
     state: &AppState,
     project: &Project,
@@ -430,6 +435,7 @@ async fn with_cohorts(
 ) -> Result<insights::Context, QueryError> {
     let mut ctx = plain_context(project, state.clock.now());
     ctx.cohorts = cohorts::for_node(state, project, node, None).await?;
+    ctx.actions = actions::for_node(state, project, node, None).await?;
     Ok(ctx)
 }
 
@@ -464,6 +470,7 @@ pub(crate) fn plain_context(project: &Project, now: DateTime<Utc>) -> insights::
         check_expression: engine::check_expression,
         experiment: None,
         cohorts: Default::default(),
+        actions: Default::default(),
     }
 }
 
@@ -491,6 +498,15 @@ fn bindings(ctx: &insights::Context, node: &SqlNode) -> Result<engine::Bindings,
         let condition = insights::cohorts::membership(id, engine::COHORT_SUBJECT, ctx, "query")
             .map_err(invalid)?;
         bindings.cohorts.insert(reference.key(), condition);
+    }
+    // `matchesAction(...)`: each action's condition; one not found is left out, for the
+    // engine's 400 naming it.
+    for reference in engine::action_references(&node.text) {
+        let Some(action) = actions::resolve(&ctx.actions, &reference) else {
+            continue;
+        };
+        let condition = insights::actions::condition(action, ctx, "query").map_err(invalid)?;
+        bindings.actions.insert(reference.key(), condition);
     }
     Ok(bindings)
 }

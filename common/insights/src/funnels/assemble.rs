@@ -37,6 +37,11 @@ fn step_array(
         .iter()
         .enumerate()
         .map(|(index, step)| {
+            let kind = if step.action.is_some() && order != Order::Unordered {
+                "actions"
+            } else {
+                "events"
+            };
             let (action_id, name, custom_name) = if order == Order::Unordered {
                 let plural = if index == 0 { "" } else { "s" };
                 (
@@ -44,6 +49,8 @@ fn step_array(
                     json!(format!("Completed {} step{plural}", index + 1)),
                     Value::Null,
                 )
+            } else if let Some((id, action)) = &step.action {
+                (json!(id), json!(action), json!(step.custom_name))
             } else {
                 (
                     json!(step.event),
@@ -66,7 +73,7 @@ fn step_array(
                 "order": index,
                 "people": [],
                 "count": count(row.get(offset + index)),
-                "type": "events",
+                "type": kind,
                 "average_conversion_time": average,
                 "median_conversion_time": median,
             });

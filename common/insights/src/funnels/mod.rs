@@ -61,6 +61,8 @@ impl Order {
 #[derive(Debug, Clone, PartialEq)]
 struct Step {
     event: Option<String>,
+    /// The action an `ActionsNode` step names: its id and name.
+    action: Option<(i64, String)>,
     custom_name: Option<String>,
     /// The dialect condition an event meets to be this step.
     condition: String,

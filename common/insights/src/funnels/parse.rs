@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::{Breakdown, DEFAULT_BREAKDOWN_LIMIT, Exclusion, Funnel, MAX_STEPS, Order, Step, Viz};
 use crate::date_range::{self, Interval};
-use crate::{Context, Invalid, filters, sql_text};
+use crate::{Context, Invalid, actions, filters, sql_text};
 
 fn object<'a>(
     value: Option<&'a Value>,
@@ -76,20 +76,25 @@ fn integer(
     }
 }
 
-/// The condition of an `EventsNode` (a step or an exclusion): its event and its properties.
-fn entity_condition(
-    entity: &Value,
-    ctx: &Context,
-    attr: &str,
-) -> Result<(Option<String>, String), Invalid> {
+/// What a step or an exclusion names: its event (`None`: any), or the action (id and name) of
+/// an `ActionsNode`; and the condition of it and its properties.
+type Entity = (Option<String>, Option<(i64, String)>, String);
+
+/// The condition of an `EventsNode` or `ActionsNode` (a step or an exclusion): its event (or
+/// its action's condition) and its properties.
+fn entity_condition(entity: &Value, ctx: &Context, attr: &str) -> Result<Entity, Invalid> {
     let map = object(Some(entity), attr)?;
+    let mut parts = Vec::new();
+    let mut action = None;
     match text(map, "kind", &format!("{attr}.kind"))? {
         None | Some("EventsNode") | Some("FunnelExclusionEventsNode") => {}
         Some("ActionsNode") | Some("FunnelExclusionActionsNode") => {
-            return Err(Invalid::new(
-                format!("{attr}.kind"),
-                "Actions are not supported in funnels yet: use an EventsNode.",
-            ));
+            let named = actions::named(entity, ctx, attr)?;
+            let condition = actions::condition(named, ctx, attr)?;
+            if condition != "true" {
+                parts.push(condition);
+            }
+            action = Some((named.id, named.name.clone()));
         }
         Some(other) => {
             return Err(Invalid::new(
@@ -98,8 +103,10 @@ fn entity_condition(
             ));
         }
     }
-    let event = text(map, "event", &format!("{attr}.event"))?.map(str::to_owned);
-    let mut parts = Vec::new();
+    let event = match action {
+        Some(_) => None,
+        None => text(map, "event", &format!("{attr}.event"))?.map(str::to_owned),
+    };
     if let Some(event) = &event {
         parts.push(format!("event = {}", sql_text::string(event)));
     }
@@ -118,7 +125,7 @@ fn entity_condition(
     } else {
         format!("({})", parts.join(" AND "))
     };
-    Ok((event, condition))
+    Ok((event, action, condition))
 }
 
 fn window_unit_seconds(unit: &str) -> Option<i64> {
@@ -211,7 +218,7 @@ pub(super) fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
     let mut steps = Vec::with_capacity(series.len());
     for (index, entity) in series.iter().enumerate() {
         let attr = format!("series[{index}]");
-        let (event, condition) = entity_condition(entity, ctx, &attr)?;
+        let (event, action, condition) = entity_condition(entity, ctx, &attr)?;
         let custom_name = text(
             object(Some(entity), &attr)?,
             "custom_name",
@@ -220,6 +227,7 @@ pub(super) fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
         .map(str::to_owned);
         steps.push(Step {
             event,
+            action,
             custom_name,
             condition,
         });
@@ -345,7 +353,7 @@ fn parse_exclusions(
     let mut exclusions = Vec::with_capacity(list.len());
     for (index, entity) in list.iter().enumerate() {
         let attr = format!("funnelsFilter.exclusions[{index}]");
-        let (_, condition) = entity_condition(entity, ctx, &attr)?;
+        let (_, _, condition) = entity_condition(entity, ctx, &attr)?;
         let map = object(Some(entity), &attr)?;
         let from_attr = format!("{attr}.funnelFromStep");
         let to_attr = format!("{attr}.funnelToStep");

@@ -91,7 +91,7 @@ fn invalid_nodes_name_the_field() {
             {"kind": "ActionsNode", "id": 3}
         ]})))
         .attr,
-        "series[1].kind"
+        "series[1].id"
     );
 }
 

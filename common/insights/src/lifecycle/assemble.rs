@@ -33,7 +33,8 @@ impl Plan {
                 *slot += sign * persons as f64;
             }
         }
-        let name = self.event.clone().unwrap_or_else(|| "All events".into());
+        let name = self.first.label();
+        let (id, kind) = (self.first.entity_id(), self.first.entity_type());
         let days: Vec<String> = self
             .buckets
             .iter()
@@ -49,7 +50,7 @@ impl Plan {
             .zip(values)
             .map(|(status, data)| {
                 json!({
-                    "action": {"id": self.event, "name": name, "type": "events", "order": 0, "math": "total"},
+                    "action": {"id": id, "name": name, "type": kind, "order": 0, "math": "total"},
                     "data": data,
                     "count": data.iter().sum::<f64>(),
                     "labels": labels,

@@ -27,6 +27,7 @@ use chrono_tz::Tz;
 use serde_json::Value;
 
 use crate::date_range::Interval;
+use crate::series::EventSeries;
 use crate::{Compiled, Context, Invalid};
 
 /// PostHog's order of the results.
@@ -53,6 +54,6 @@ struct Plan {
     activity_to: DateTime<Utc>,
     /// Every series' event and filters and the node's `properties` (`true` when none).
     condition: String,
-    /// The first series' event (`None`: all events), for labels.
-    event: Option<String>,
+    /// The first series, for labels.
+    first: EventSeries,
 }

@@ -74,14 +74,13 @@ impl Plan {
 
         let entries = series::entries(node, "A lifecycle needs a series.")?;
         let mut conditions = Vec::new();
-        let mut event = None;
+        let mut first = None;
         for (index, item) in entries.iter().enumerate() {
             let series = EventSeries::read(item, index, ctx)?;
-            if index == 0 {
-                event = series.event.clone();
-            }
-            conditions.push(series.condition);
+            conditions.push(series.condition.clone());
+            first.get_or_insert(series);
         }
+        let first = first.ok_or_else(|| Invalid::new("series", "A lifecycle needs a series."))?;
         conditions.push(filters::expression(
             node.get("properties"),
             ctx,
@@ -106,7 +105,7 @@ impl Plan {
             activity_from,
             activity_to,
             condition,
-            event,
+            first,
         })
     }
 }

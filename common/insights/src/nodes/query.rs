@@ -25,6 +25,8 @@ pub enum QueryNode {
     Stickiness(Structured),
     Lifecycle(Structured),
     Experiment(Structured),
+    Paths(Structured),
+    Actors(Structured),
 }
 
 /// A `SqlDialectQuery` (or `HogQLQuery`) node.
@@ -79,7 +81,7 @@ pub struct Variable {
 }
 
 /// A structured node (EventsQuery, TrendsQuery, FunnelsQuery, RetentionQuery, StickinessQuery,
-/// LifecycleQuery, ExperimentQuery):
+/// LifecycleQuery, ExperimentQuery, PathsQuery, ActorsQuery):
 /// a JSON object whose `kind` is one of [`KINDS`], read by its compiler.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(transparent)]
@@ -162,6 +164,8 @@ impl QueryNode {
             "StickinessQuery" => QueryNode::Stickiness(Structured(query)),
             "LifecycleQuery" => QueryNode::Lifecycle(Structured(query)),
             "ExperimentQuery" => QueryNode::Experiment(Structured(query)),
+            "PathsQuery" => QueryNode::Paths(Structured(query)),
+            "ActorsQuery" => QueryNode::Actors(Structured(query)),
             other => {
                 return Err(NodeError::new(
                     "kind",
@@ -184,7 +188,9 @@ impl QueryNode {
             | QueryNode::Retention(node)
             | QueryNode::Stickiness(node)
             | QueryNode::Lifecycle(node)
-            | QueryNode::Experiment(node) => node.kind(),
+            | QueryNode::Experiment(node)
+            | QueryNode::Paths(node)
+            | QueryNode::Actors(node) => node.kind(),
         }
     }
 
@@ -198,7 +204,9 @@ impl QueryNode {
             | QueryNode::Retention(node)
             | QueryNode::Stickiness(node)
             | QueryNode::Lifecycle(node)
-            | QueryNode::Experiment(node) => node.0.clone(),
+            | QueryNode::Experiment(node)
+            | QueryNode::Paths(node)
+            | QueryNode::Actors(node) => node.0.clone(),
         }
     }
 }
@@ -368,7 +376,9 @@ impl TryFrom<Value> for Structured {
             | QueryNode::Retention(node)
             | QueryNode::Stickiness(node)
             | QueryNode::Lifecycle(node)
-            | QueryNode::Experiment(node) => Ok(node),
+            | QueryNode::Experiment(node)
+            | QueryNode::Paths(node)
+            | QueryNode::Actors(node) => Ok(node),
         }
     }
 }
@@ -421,7 +431,7 @@ mod tests {
         for (query, attr, code) in [
             (json!("select 1"), "query", "invalid"),
             (json!({"query": "select 1"}), "query.kind", "required"),
-            (json!({"kind": "PathsQuery"}), "query.kind", "invalid"),
+            (json!({"kind": "WebOverviewQuery"}), "query.kind", "invalid"),
             (
                 json!({"kind": "HogQLQuery", "query": " "}),
                 "query.query",

@@ -44,7 +44,7 @@ impl Plan {
                 result.insert("labels".into(), json!(self.labels(data.len())));
                 result.insert(
                     "action".into(),
-                    json!({"order": order, "type": "events", "name": label, "id": series.events.event}),
+                    json!({"order": order, "type": series.events.entity_type(), "name": label, "id": series.events.entity_id()}),
                 );
                 if let Some(compare_label) = period.compare_label {
                     result.insert("compare".into(), json!(true));

@@ -42,7 +42,7 @@ fn invalid_nodes_name_the_field() {
         (json!({"series": []}), "series"),
         (
             json!({"series": [{"kind": "ActionsNode", "id": 3}]}),
-            "series[0].kind",
+            "series[0].id",
         ),
         (
             json!({"series": [{"kind": "EventsNode", "event": 3}]}),

@@ -167,14 +167,10 @@ fn parse_series(node: &Value, ctx: &Context) -> Result<Vec<Series>, Invalid> {
             let events = EventSeries::read(item, index, ctx)?;
             let math = math::parse(item, ctx, &attr)?;
             let label = events.label();
-            let EventSeries { event, condition } = events;
             let field = |key: &str| item.get(key).cloned().unwrap_or(Value::Null);
             let mut action = Map::new();
-            action.insert(
-                "id".into(),
-                event.clone().map(Value::String).unwrap_or(Value::Null),
-            );
-            action.insert("type".into(), json!("events"));
+            action.insert("id".into(), events.entity_id());
+            action.insert("type".into(), json!(events.entity_type()));
             action.insert("order".into(), json!(index));
             action.insert("name".into(), Value::String(label.clone()));
             for key in [
@@ -189,7 +185,7 @@ fn parse_series(node: &Value, ctx: &Context) -> Result<Vec<Series>, Invalid> {
             action.insert("properties".into(), json!({}));
             Ok(Series {
                 math,
-                condition,
+                condition: events.condition,
                 label,
                 action,
             })

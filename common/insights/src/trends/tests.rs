@@ -39,7 +39,7 @@ fn invalid_nodes_name_the_field() {
     assert_eq!(error_attr(node(json!({"series": []}))), "series");
     assert_eq!(
         error_attr(node(json!({"series": [{"kind": "ActionsNode", "id": 3}]}))),
-        "series[0].kind"
+        "series[0].id"
     );
     assert_eq!(
         error_attr(node(

@@ -92,6 +92,29 @@ impl MetricSource {
             MetricSource::Actions(source) => source.math.unwrap_or(MathType::Total),
         }
     }
+
+    /// The source's `properties` and `fixedProperties`.
+    pub fn filters(&self) -> [(&'static str, Option<&Value>); 2] {
+        let (properties, fixed) = match self {
+            MetricSource::Events(source) => (&source.properties, &source.fixed_properties),
+            MetricSource::Actions(source) => (&source.properties, &source.fixed_properties),
+        };
+        [
+            ("properties", properties.as_ref()),
+            ("fixedProperties", fixed.as_ref()),
+        ]
+    }
+
+    /// The numeric property a property math aggregates, whose it is, and the multiplier.
+    pub fn math_settings(&self) -> (Option<&str>, Option<&str>, Option<f64>) {
+        let (key, kind, multiplier) = match self {
+            MetricSource::Events(s) => (&s.math_property, &s.math_property_type, s.math_multiplier),
+            MetricSource::Actions(s) => {
+                (&s.math_property, &s.math_property_type, s.math_multiplier)
+            }
+        };
+        (key.as_deref(), kind.as_deref(), multiplier)
+    }
 }
 
 /// PostHog's `ExperimentMetricMathType`.

@@ -20,7 +20,7 @@ use crate::experiments::ExperimentSpec;
 use crate::experiments::metric::{
     ExperimentMetric, FunnelOrder, MathType, MetricSource, MetricType,
 };
-use crate::{Context, Invalid, filters, sql_text};
+use crate::{Context, Invalid, actions, filters, sql_text};
 
 /// PostHog's funnel window when the metric sets none: 3 years.
 pub const DEFAULT_FUNNEL_WINDOW_SECONDS: u64 = 3 * 365 * 86_400;
@@ -155,11 +155,15 @@ impl Plan {
                     flag_property
                 }
             }
-            Some(ExposureConfig::ActionsNode { .. }) => {
-                return Err(Invalid::new(
-                    "exposure_criteria.exposure_config",
-                    "Actions as exposure are not supported yet: use an ExperimentEventExposureConfig.",
-                ));
+            Some(ExposureConfig::ActionsNode { id }) => {
+                let attr = "exposure_criteria.exposure_config";
+                let action = actions::named(&serde_json::json!({"id": id}), ctx, attr)?;
+                let condition = actions::condition(action, ctx, attr)?;
+                if condition != "true" {
+                    conditions.push(condition);
+                }
+                // As for a custom exposure event: the variant is the flag's `$feature/` property.
+                flag_property
             }
         };
         conditions.push(format!("timestamp >= {}", sql_datetime(start)));
@@ -262,23 +266,27 @@ fn body(metric: &MetricType, ctx: &Context) -> Result<Body, Invalid> {
     })
 }
 
-/// The condition of a source's events: its name and its properties.
+/// The condition of a source's events: its event name (or its action's condition) and its
+/// properties.
 fn condition(source: &MetricSource, ctx: &Context, attr: &str) -> Result<String, Invalid> {
-    let MetricSource::Events(events) = source else {
-        return Err(Invalid::new(
-            format!("{attr}.kind"),
-            "Actions are not supported in experiment metrics yet: use an EventsNode.",
-        ));
-    };
     let mut parts = Vec::new();
-    if let Some(event) = &events.event {
-        parts.push(format!("event = {}", sql_text::string(event)));
+    match source {
+        MetricSource::Events(events) => {
+            if let Some(event) = &events.event {
+                parts.push(format!("event = {}", sql_text::string(event)));
+            }
+        }
+        MetricSource::Actions(source) => {
+            let entry = serde_json::json!({"id": source.id});
+            let action = actions::named(&entry, ctx, attr)?;
+            let condition = actions::condition(action, ctx, attr)?;
+            if condition != "true" {
+                parts.push(condition);
+            }
+        }
     }
-    for (key, filters) in [
-        ("properties", &events.properties),
-        ("fixedProperties", &events.fixed_properties),
-    ] {
-        let condition = filters::expression(filters.as_ref(), ctx, &format!("{attr}.{key}"))?;
+    for (key, filters) in source.filters() {
+        let condition = filters::expression(filters, ctx, &format!("{attr}.{key}"))?;
         if condition != "true" {
             parts.push(condition);
         }
@@ -292,24 +300,15 @@ fn condition(source: &MetricSource, ctx: &Context, attr: &str) -> Result<String,
 
 fn side(source: &MetricSource, ctx: &Context, attr: &str) -> Result<Side, Invalid> {
     let condition = condition(source, ctx, attr)?;
-    let MetricSource::Events(events) = source else {
-        return Err(Invalid::new(
-            format!("{attr}.kind"),
-            "Actions are not supported.",
-        ));
-    };
+    let (math_property, math_property_type, multiplier) = source.math_settings();
     let property_value = || -> Result<String, Invalid> {
-        let key = events
-            .math_property
-            .as_deref()
-            .filter(|key| !key.is_empty())
-            .ok_or_else(|| {
-                Invalid::new(
-                    format!("{attr}.math_property"),
-                    "This math needs a math_property (the numeric property to aggregate).",
-                )
-            })?;
-        let person = match events.math_property_type.as_deref() {
+        let key = math_property.filter(|key| !key.is_empty()).ok_or_else(|| {
+            Invalid::new(
+                format!("{attr}.math_property"),
+                "This math needs a math_property (the numeric property to aggregate).",
+            )
+        })?;
+        let person = match math_property_type {
             None | Some("event_properties") => false,
             Some("person_properties") => true,
             Some(other) => {
@@ -340,7 +339,7 @@ fn side(source: &MetricSource, ctx: &Context, attr: &str) -> Result<Side, Invali
         condition,
         value,
         aggregate,
-        multiplier: events.math_multiplier,
+        multiplier,
     })
 }
 

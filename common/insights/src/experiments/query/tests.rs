@@ -200,7 +200,23 @@ fn compile_errors_name_their_field() {
         error.detail
     );
     let actions = json!({"kind": "ExperimentMetric", "metric_type": "mean", "source": {"kind": "ActionsNode", "id": 1}});
-    assert_eq!(invalid(Some(spec()), actions).attr, "metric.source.kind");
+    let missing = invalid(Some(spec()), actions.clone());
+    assert_eq!(missing.attr, "metric.source.id");
+    // With the action loaded, its condition is the metric's.
+    let mut context = context(chrono_tz::UTC, "2026-11-20T00:00:00Z", 0);
+    context.experiment = Some(Arc::new(spec()));
+    let action: action_core::Action = serde_json::from_value(json!({"id": 1, "team_id": 1,
+        "name": "Bought", "steps": [{"event": "purchase", "url": "/checkout"}],
+        "created_at": "2026-01-01T00:00:00Z"}))
+    .unwrap();
+    context.actions = Arc::new([(1, action)].into_iter().collect());
+    let compiled = crate::compile(&node(actions), &context).unwrap();
+    assert!(
+        compiled.queries[0]
+            .contains("(event = 'purchase' AND properties['$current_url'] LIKE '%/checkout%')"),
+        "{}",
+        compiled.queries[0]
+    );
     let mut bad_method = spec();
     bad_method.stats_config = Some(json!({"method": "magic"}));
     assert_eq!(
