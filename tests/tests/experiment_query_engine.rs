@@ -109,6 +109,7 @@ fn context(spec: ExperimentSpec) -> Context {
         experiment: Some(Arc::new(spec)),
         cohorts: Default::default(),
         actions: Default::default(),
+        test_account_filters: Default::default(),
     }
 }
 

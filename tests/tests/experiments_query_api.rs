@@ -238,7 +238,11 @@ async fn projects_keep_test_account_filters() {
         let uri = format!("/api/projects/{project}/");
         let (status, shown) = world.get(&uri, Some(world.admin_key())).await;
         assert_eq!(status, StatusCode::OK, "{name} {shown}");
-        assert_eq!(shown["test_account_filters"], json!([]), "{name} {shown}");
+        assert_eq!(
+            shown["test_account_filters"],
+            json!(common::models::project_default_test_account_filters()),
+            "{name} {shown}: PostHog's default"
+        );
         let filters = json!([{"key": "email", "value": "@example.com",
                               "operator": "not_icontains", "type": "person"}]);
         let body = json!({"test_account_filters": filters}).to_string();

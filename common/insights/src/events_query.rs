@@ -189,8 +189,10 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
             conditions.push(expr);
         }
     }
-    for field in ["properties", "fixedProperties"] {
-        let condition = filters::expression(node.get(field), ctx, field)?;
+    for condition in [
+        filters::node_properties(node, ctx)?,
+        filters::expression(node.get("fixedProperties"), ctx, "fixedProperties")?,
+    ] {
         if condition != "true" {
             conditions.push(condition);
         }

@@ -52,6 +52,29 @@ pub fn expression(filters: Option<&Value>, ctx: &Context, attr: &str) -> Result<
     })
 }
 
+/// A node's own `properties`, and the project's test-account filters when the node says
+/// `filterTestAccounts: true` (a 400 on `filterTestAccounts` when it is not a boolean).
+pub fn node_properties(node: &Value, ctx: &Context) -> Result<String, Invalid> {
+    let properties = expression(node.get("properties"), ctx, "properties")?;
+    let test_accounts = match node.get("filterTestAccounts") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => "true".to_owned(),
+        Some(Value::Bool(true)) => test_accounts(ctx)?,
+        Some(_) => {
+            return Err(Invalid::new(
+                "filterTestAccounts",
+                "filterTestAccounts must be true or false.",
+            ));
+        }
+    };
+    Ok(combine(vec![properties, test_accounts], "AND"))
+}
+
+/// The project's test-account filters as one condition (`true` when it has none).
+pub fn test_accounts(ctx: &Context) -> Result<String, Invalid> {
+    let filters = Value::Array(ctx.test_account_filters.as_ref().clone());
+    expression(Some(&filters), ctx, "test_account_filters")
+}
+
 fn tree(filters: Option<&Value>, ctx: &Context, attr: &str) -> Result<String, Invalid> {
     match filters {
         None | Some(Value::Null) => Ok("true".into()),

@@ -29,13 +29,28 @@ pub fn merge(filters: Option<&Value>, overrides: Option<&Value>) -> Result<Value
     Ok(Value::Object(merged))
 }
 
-/// The AND of the property filters and the date bounds that are given; `true` with none.
-/// (Test-account filters are a no-op: projects here have none configured.)
+/// The AND of the property filters, the project's test-account filters (with
+/// `filterTestAccounts: true`) and the date bounds that are given; `true` with none.
 pub fn expression(filters: &Value, ctx: &Context) -> Result<String, Invalid> {
     let mut parts = Vec::new();
     let properties = filters::expression(filters.get("properties"), ctx, "filters.properties")?;
     if properties != "true" {
         parts.push(properties);
+    }
+    match filters.get("filterTestAccounts") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => {
+            let test_accounts = filters::test_accounts(ctx)?;
+            if test_accounts != "true" {
+                parts.push(test_accounts);
+            }
+        }
+        Some(_) => {
+            return Err(Invalid::new(
+                "filters.filterTestAccounts",
+                "filterTestAccounts must be true or false.",
+            ));
+        }
     }
     if let Some(date_range) = filters.get("dateRange").filter(|v| !v.is_null()) {
         let given = |field: &str| date_range.get(field).is_some_and(|v| !v.is_null());

@@ -61,6 +61,9 @@ pub struct Context {
     /// The project's actions a node's `ActionsNode`s name (loaded by the caller only when the
     /// node names one; see [`actions::referenced`]).
     pub actions: std::sync::Arc<crate::actions::Actions>,
+    /// The project's `test_account_filters`: what a node with `filterTestAccounts: true` (or
+    /// HogQLFilters') leaves out.
+    pub test_account_filters: std::sync::Arc<Vec<Value>>,
 }
 
 /// A node that cannot be compiled: a 400 naming the field (`attr`, e.g. `series[0].math`).
@@ -164,6 +167,7 @@ pub(crate) mod testing {
             experiment: None,
             cohorts: Default::default(),
             actions: Default::default(),
+            test_account_filters: Default::default(),
         }
     }
 

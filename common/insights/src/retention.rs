@@ -202,7 +202,7 @@ fn settings(node: &Value, ctx: &Context) -> Result<Settings, Invalid> {
         "retentionFilter.returningEntity",
         ctx,
     )?;
-    let filters = filters::expression(node.get("properties"), ctx, "properties")?;
+    let filters = filters::node_properties(node, ctx)?;
     Ok(Settings {
         period,
         lookahead,

@@ -188,6 +188,7 @@ fn one_query_with_an_explicit_limit_and_quoted_names() {
         experiment: None,
         cohorts: Default::default(),
         actions: Default::default(),
+        test_account_filters: Default::default(),
     };
     let node = json!({"kind": "RetentionQuery",
         "dateRange": {"date_from": "2026-10-01", "date_to": "2026-10-10"},

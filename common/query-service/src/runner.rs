@@ -471,6 +471,7 @@ pub(crate) fn plain_context(project: &Project, now: DateTime<Utc>) -> insights::
         experiment: None,
         cohorts: Default::default(),
         actions: Default::default(),
+        test_account_filters: std::sync::Arc::new(project.test_account_filters.clone()),
     }
 }
 

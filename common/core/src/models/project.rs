@@ -35,6 +35,18 @@ pub struct NewProject<'a> {
     pub timezone: &'a str,
 }
 
+/// What PostHog gives a new project to leave out as test traffic: events from a local host.
+/// (PostHog also adds `email not_icontains @<domain>` from its creator's company domain; a
+/// project here is made without one, so that filter is left for the project to add.)
+pub fn default_test_account_filters() -> Vec<serde_json::Value> {
+    vec![serde_json::json!({
+        "key": "$host",
+        "operator": "not_regex",
+        "value": "^(localhost|127\\.0\\.0\\.1)($|:)",
+        "type": "event",
+    })]
+}
+
 const COUNTER_PK: &str = "COUNTER";
 const COUNTER_SK: &str = "TEAM";
 
@@ -67,7 +79,7 @@ impl Project {
             name: new.name.to_owned(),
             timezone: new.timezone.to_owned(),
             week_start_day: None,
-            test_account_filters: Vec::new(),
+            test_account_filters: default_test_account_filters(),
             api_token: random_token("phc_", 43),
             created_at: store.clock().now(),
             updated_at: None,

@@ -112,8 +112,7 @@ pub(super) fn matched(query: &InsightActorsQuery, ctx: &Context) -> Result<Match
     let range = date_range::resolve(node.get("dateRange"), interval, ctx, "dateRange")
         .map_err(under_insight)?;
     let mut scope = vec![range.sql_condition("timestamp")];
-    let properties =
-        filters::expression(node.get("properties"), ctx, "properties").map_err(under_insight)?;
+    let properties = filters::node_properties(node, ctx).map_err(under_insight)?;
     if properties != "true" {
         scope.push(format!("({properties})"));
     }

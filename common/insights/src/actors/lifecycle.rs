@@ -83,9 +83,7 @@ pub(super) fn matched(query: &InsightActorsQuery, ctx: &Context) -> Result<Match
                 .condition,
         );
     }
-    conditions.push(
-        filters::expression(node.get("properties"), ctx, "properties").map_err(under_insight)?,
-    );
+    conditions.push(filters::node_properties(node, ctx).map_err(under_insight)?);
     let filter: String = conditions
         .into_iter()
         .filter(|condition| condition != "true")

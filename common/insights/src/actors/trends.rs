@@ -42,7 +42,7 @@ pub(super) fn matched(query: &InsightActorsQuery, ctx: &Context) -> Result<Match
         format!("timestamp >= {}", date_range::sql_datetime(counted_from)),
         format!("timestamp <= {}", date_range::sql_datetime(range.to)),
         events.condition,
-        filters::expression(node.get("properties"), ctx, "properties").map_err(under_insight)?,
+        filters::node_properties(node, ctx).map_err(under_insight)?,
     ];
     match &query.day {
         None | Some(Value::Null) => {}

@@ -263,7 +263,7 @@ pub(super) fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
     let interval = Interval::from_field(node.get("interval"), Interval::Day, "interval")?;
     let range = date_range::resolve(node.get("dateRange"), interval, ctx, "dateRange")?;
     let mut scope = vec![range.sql_condition("timestamp")];
-    let properties = filters::expression(node.get("properties"), ctx, "properties")?;
+    let properties = filters::node_properties(node, ctx)?;
     if properties != "true" {
         scope.push(properties);
     }

@@ -81,11 +81,7 @@ impl Plan {
             first.get_or_insert(series);
         }
         let first = first.ok_or_else(|| Invalid::new("series", "A lifecycle needs a series."))?;
-        conditions.push(filters::expression(
-            node.get("properties"),
-            ctx,
-            "properties",
-        )?);
+        conditions.push(filters::node_properties(node, ctx)?);
         let conditions: Vec<String> = conditions
             .into_iter()
             .filter(|condition| condition != "true")

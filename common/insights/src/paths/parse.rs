@@ -95,7 +95,7 @@ impl Plan {
         if let Some(types) = event_types_condition(&types) {
             conditions.push(types);
         }
-        let properties = filters::expression(node.get("properties"), ctx, "properties")?;
+        let properties = filters::node_properties(node, ctx)?;
         if properties != "true" {
             conditions.push(format!("({properties})"));
         }

@@ -101,7 +101,7 @@ impl Plan {
                 })
             })
             .collect::<Result<Vec<_>, Invalid>>()?;
-        let node_condition = filters::expression(node.get("properties"), ctx, "properties")?;
+        let node_condition = filters::node_properties(node, ctx)?;
 
         let filter: StickinessFilter = series::settings(node, "stickinessFilter")?;
         let criteria = match filter.stickiness_criteria {

@@ -31,7 +31,7 @@ impl Plan {
             ));
         }
         let series = parse_series(node, ctx)?;
-        let node_condition = filters::expression(node.get("properties"), ctx, "properties")?;
+        let node_condition = filters::node_properties(node, ctx)?;
 
         let trends_filter = object_field(node, "trendsFilter")?;
         let display = match trends_filter.and_then(|filter| filter.get("display")) {
