@@ -124,6 +124,63 @@ fn clickhouse_trend_rows(results: &Value) -> Value {
         .collect()
 }
 
+/// A stickiness series as `[intervals, actors]` rows, empty counts left out.
+fn stickiness_rows(results: &Value) -> Value {
+    let series = &results[0];
+    let data = series["data"].as_array().cloned().unwrap_or_default();
+    data.into_iter()
+        .enumerate()
+        .filter(|(_, value)| value.as_f64() != Some(0.0))
+        .map(|(index, value)| json!([index + 1, value]))
+        .collect()
+}
+
+/// PostHog's lifecycle statuses in the order the rows are compared (DuckDB's and ClickHouse's
+/// `ORDER BY day, status`).
+const LIFECYCLE_STATUSES: [&str; 4] = ["dormant", "new", "resurrecting", "returning"];
+
+/// A lifecycle answer (one series per status, dormant counts negative) as `[day, status
+/// index, persons]` rows by day then status, empty counts left out.
+fn lifecycle_rows(results: &Value) -> Value {
+    let mut rows = Vec::new();
+    let series: Vec<&Value> = results.as_array().into_iter().flatten().collect();
+    let days = series
+        .first()
+        .and_then(|series| series["days"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    for (day_index, day) in days.iter().enumerate() {
+        for (status_index, status) in LIFECYCLE_STATUSES.iter().enumerate() {
+            let count = series
+                .iter()
+                .find(|series| series["status"] == *status)
+                .and_then(|series| series["data"][day_index].as_f64())
+                .unwrap_or(0.0)
+                .abs();
+            if count > 0.0 {
+                rows.push(json!([day, status_index, count]));
+            }
+        }
+    }
+    Value::Array(rows)
+}
+
+/// DuckDB's and ClickHouse's lifecycle rows (`[day, status, persons]`) with the status as its
+/// index in [`LIFECYCLE_STATUSES`], as `lifecycle_rows` gives ours.
+fn lifecycle_status_rows(results: &Value) -> Value {
+    results
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|row| {
+            let status = LIFECYCLE_STATUSES
+                .iter()
+                .position(|status| row[1].as_str() == Some(status))?;
+            Some(json!([row[0], status, row[2]]))
+        })
+        .collect()
+}
+
 /// The steps of `funnel_pageview_signup_buy`.
 const FUNNEL_STEPS: u64 = 3;
 
@@ -454,5 +511,78 @@ pub(super) const QUERIES: &[BenchQuery] = &[
              GROUP BY start_event_matching_interval, intervals_from_base \
              ORDER BY start_event_matching_interval ASC, intervals_from_base ASC LIMIT 10000",
         ),
+    },
+    BenchQuery {
+        name: "stickiness_pageviews_daily",
+        ours: Ours::Node {
+            node: r#"{"kind": "StickinessQuery", "interval": "day", "dateRange": {"date_from": "-30d"},
+                      "series": [{"kind": "EventsNode", "event": "$pageview"}]}"#,
+            rows: stickiness_rows,
+        },
+        duckdb: "select n, count(*) as actors from (\
+                   select person_id, count(distinct date_trunc('day', timestamp)) as n from events \
+                   where event = '$pageview' and timestamp >= current_date - interval 30 day \
+                   group by person_id) group by n order by n",
+        // The stickiness runner's inner query: each actor's active intervals, then actors per
+        // count (its outer arrays only fill the empty counts, which the rows leave out).
+        clickhouse: ClickHouse::Sql(
+            "SELECT num_intervals, count(DISTINCT aggregation_target) AS num_actors FROM (\
+               SELECT e.person_id AS aggregation_target, \
+                 count(DISTINCT toStartOfDay(toTimeZone(e.timestamp, 'UTC'))) AS num_intervals \
+               FROM events AS e \
+               WHERE and(equals(e.team_id, 1), equals(e.event, '$pageview'), \
+                 greaterOrEquals(toTimeZone(e.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(30)), 'UTC')))), \
+                 lessOrEquals(toTimeZone(e.timestamp, 'UTC'), assumeNotNull(toDateTime(plus(today(), toIntervalDay(1)), 'UTC')))) \
+               GROUP BY aggregation_target) \
+             GROUP BY num_intervals ORDER BY num_intervals ASC",
+        ),
+    },
+    BenchQuery {
+        name: "lifecycle_pageviews_daily",
+        ours: Ours::Node {
+            node: r#"{"kind": "LifecycleQuery", "interval": "day", "dateRange": {"date_from": "-30d"},
+                      "series": [{"kind": "EventsNode", "event": "$pageview"}]}"#,
+            rows: lifecycle_rows,
+        },
+        // Each person's active days (from the day before the range, to tell returning from
+        // resurrecting), the previous and next of each, and the day they were created (their
+        // first event of any kind, which is how the importer dates a person).
+        duckdb: "with act as (select distinct person_id as p, date_trunc('day', timestamp) as d from events \
+                   where event = '$pageview' and timestamp >= current_date - interval 31 day), \
+                 made as (select person_id as p, min(date_trunc('day', timestamp)) as c from events group by person_id), \
+                 o as (select act.p, act.d, lag(act.d) over (partition by act.p order by act.d) as prev, \
+                   lead(act.d) over (partition by act.p order by act.d) as next, made.c \
+                   from act join made on made.p = act.p), \
+                 s as (select d, case when prev is null and d = c then 'new' \
+                     when prev = d - interval 1 day then 'returning' else 'resurrecting' end as status from o \
+                   union all select d + interval 1 day as d, 'dormant' as status from o \
+                     where next is null or next <> d + interval 1 day) \
+                 select d as day, status, count(*) as persons from s \
+                 where d >= current_date - interval 30 day and d <= current_date \
+                 group by day, status order by day, status",
+        // The lifecycle runner's shape: each person's active days with the previous and next
+        // one, statuses from those and the person's first day, dormant the day after a gap.
+        clickhouse: ClickHouse::Shaped {
+            sql: "SELECT day, status, count() AS persons FROM (\
+                    SELECT d AS day, multiIf(prev = toDate('1970-01-01') AND d = created, 'new', \
+                      prev = minus(d, toIntervalDay(1)), 'returning', 'resurrecting') AS status FROM (\
+                      SELECT p, d, created, \
+                        lagInFrame(d, 1, toDate('1970-01-01')) OVER (PARTITION BY p ORDER BY d ASC ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS prev \
+                      FROM (SELECT DISTINCT e.person_id AS p, toDate(toTimeZone(e.timestamp, 'UTC')) AS d FROM events AS e \
+                        WHERE and(equals(e.team_id, 1), equals(e.event, '$pageview'), \
+                          greaterOrEquals(toTimeZone(e.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(31)), 'UTC')))))) AS a \
+                      JOIN (SELECT person_id AS p, min(toDate(toTimeZone(timestamp, 'UTC'))) AS created FROM events \
+                        WHERE equals(team_id, 1) GROUP BY p) AS m USING (p)) \
+                    UNION ALL \
+                    SELECT plus(d, toIntervalDay(1)) AS day, 'dormant' AS status FROM (\
+                      SELECT p, d, leadInFrame(d, 1, toDate('1970-01-01')) OVER (PARTITION BY p ORDER BY d ASC ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS next \
+                      FROM (SELECT DISTINCT e.person_id AS p, toDate(toTimeZone(e.timestamp, 'UTC')) AS d FROM events AS e \
+                        WHERE and(equals(e.team_id, 1), equals(e.event, '$pageview'), \
+                          greaterOrEquals(toTimeZone(e.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(31)), 'UTC'))))))) \
+                    WHERE notEquals(next, plus(d, toIntervalDay(1)))) \
+                  WHERE and(greaterOrEquals(day, minus(today(), toIntervalDay(30))), lessOrEquals(day, today())) \
+                  GROUP BY day, status ORDER BY day ASC, status ASC",
+            rows: lifecycle_status_rows,
+        },
     },
 ];
