@@ -381,3 +381,54 @@ async fn queries_naming_an_unknown_action_are_400s() {
         );
     }
 }
+
+#[tokio::test]
+async fn experiment_metrics_must_name_an_action_of_the_project() {
+    for world in World::all().await {
+        let name = world.name();
+        let action = create(&world, signup()).await;
+        let metric = |id: Value| {
+            json!({"kind": "ExperimentMetric", "metric_type": "mean",
+                "source": {"kind": "ActionsNode", "id": id}})
+        };
+        let created = world
+            .create_experiment(
+                json!({"name": "With an action", "feature_flag_key": "with-action",
+                "metrics": [metric(action["id"].clone())]}),
+            )
+            .await;
+        assert_eq!(
+            created["metrics"][0]["source"]["id"], action["id"],
+            "{name}"
+        );
+
+        let experiments = world.experiments_uri();
+        let (status, body) = world
+            .send_json(
+                Method::POST,
+                &experiments,
+                json!({"name": "Unknown action", "feature_flag_key": "unknown-action",
+                    "metrics_secondary": [metric(json!(987_654))]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(
+            error_shape(&body).1.as_deref(),
+            Some("metrics_secondary[0].source.id"),
+            "{name}"
+        );
+        let (status, body) = world
+            .send_json(
+                Method::PATCH,
+                &format!("{experiments}{}/", created["id"]),
+                json!({"metrics": [metric(json!("signup"))]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(
+            error_shape(&body).1.as_deref(),
+            Some("metrics[0].source.id"),
+            "{name}"
+        );
+    }
+}

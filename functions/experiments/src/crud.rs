@@ -197,6 +197,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
+    crate::action_refs::check(store, project.id, &body).await?;
     let choice = match &body.feature_flag_key {
         Some(key) => match flags::key_holder(store, project.id, key).await? {
             Some(id) => match flags::get(store, project.id, id).await? {
@@ -262,6 +263,7 @@ pub async fn update(
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
     let id = item_id(&id)?;
+    crate::action_refs::check(store, project.id, &body).await?;
     let restoring = body.deleted == Some(false);
     let lists = KnownLists::load(store, project.id).await?;
     let at = state.clock.now();

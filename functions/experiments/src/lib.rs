@@ -4,6 +4,7 @@
 //! the experiments' holdouts (`/experiment_holdouts/`) and saved metrics
 //! (`/experiment_saved_metrics/`).
 
+mod action_refs;
 mod actions;
 mod crud;
 mod exposure_cohort;
