@@ -92,6 +92,12 @@ FIXTURE = [
                     "quote": 'say "hi"', "nested": {"a": 1, "b": [1, 2]}}},
 ]
 
+# An action of the fixture's project: a pricing pageview, or a purchase on the pro plan.
+FIXTURE_ACTION = {"name": "Pricing or pro purchase", "steps": [
+    {"event": "$pageview", "url": "/pricing", "url_matching": "contains"},
+    {"event": "purchased", "properties": [{"key": "plan", "value": "pro", "operator": "exact", "type": "event"}]},
+]}
+
 CASE_HEAD = re.compile(r"^query(?: (refused|differs|posthog): (.+))?$")
 
 
@@ -321,6 +327,14 @@ def load_fixture(server):
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 200, response.status
+    # The action `matchesAction` cases name (posthog.test).
+    action = json.dumps(FIXTURE_ACTION).encode()
+    request = urllib.request.Request(
+        f"{server.url}/api/projects/{server.project_id}/actions/", data=action, method="POST",
+        headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 201, response.status
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if ours(server, "select count() from events") == [[len(FIXTURE)]]:

@@ -11,8 +11,7 @@ compared, as a set of person ids, with the persons DuckDB (or Python over DuckDB
 for the same point: a trends day (with a breakdown value) and the whole range, funnel steps
 reached and dropped off, lifecycle statuses on several days (in UTC, then again with the project
 in America/New_York, across the 10 March DST change), a stickiness count, a paths edge and a
-drop-off, and every person searched by distinct id, paged and ordered. Retention has no actors
-here yet (see docs/nodes.md).
+drop-off, a retention cohort row, and every person searched by distinct id, paged and ordered.
 
 Run: `python tests/sdk/test_paths_actors_duckdb.py <analytics binary> [emulator endpoint]`.
 """
@@ -369,6 +368,24 @@ def actors_cases(server, connection, rows, failures):
         "where event = '$pageview' group by all) group by person_id having count(*) = 2").fetchall())
     compare_actors("stickiness 2 days", actors(server, stickiness, failures, "stickiness", day=2), expected, failures,
                    counts=True)
+
+    # A retention cohort row: persons active on that day, each with the row's days they were
+    # active on (the first included), as the recurring retention counts them.
+    first_day, days = datetime.date(2024, 3, 5), 7
+    retention = {"kind": "RetentionQuery", "dateRange": {"date_from": "2024-03-05", "date_to": "2024-03-11"},
+                 "retentionFilter": {"period": "Day", "totalIntervals": days, "retentionType": "retention_recurring",
+                                     "targetEntity": {"id": "$pageview", "type": "events"},
+                                     "returningEntity": {"id": "$pageview", "type": "events"}}}
+    active = collections.defaultdict(set)
+    for person, day in connection.sql(
+            "select distinct person_id, cast(ts at time zone 'UTC' as date) from ev where event = '$pageview'").fetchall():
+        active[person].add(day)
+    for cohort in (0, 3):
+        start = first_day + datetime.timedelta(days=cohort)
+        expected = {p: sum(1 for k in range(days - cohort) if start + datetime.timedelta(days=k) in seen)
+                    for p, seen in active.items() if start in seen}
+        compare_actors(f"retention cohort {cohort}", actors(server, retention, failures, f"retention {cohort}",
+                                                            interval=cohort), expected, failures, counts=True)
 
     paths_filter = {"includeEventTypes": ["$pageview"], "stepLimit": 4}
     edges = expected_paths(rows, paths_filter)

@@ -441,17 +441,7 @@ const MASK_INTERVALS: usize = 63;
 /// the intervals returned in. Longer ranges join each cohort with the same actor's later
 /// intervals.
 fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> String {
-    let first = starts.cohorts.first().copied().unwrap_or(starts.end);
-    let intervals = starts.cohorts.len();
-    let relations = if intervals > MASK_INTERVALS {
-        joined_pairs(settings, first, starts, ctx)
-    } else if !settings.first_time {
-        masked_pairs(settings, first, starts, ctx)
-    } else if settings.minimum_occurrences == 1 {
-        first_time_masked_pairs(settings, first, starts, ctx)
-    } else {
-        joined_pairs(settings, first, starts, ctx)
-    };
+    let relations = relations(settings, starts, ctx);
     let select = if settings.cumulative {
         "SELECT start_interval_index, intervals_from_base, count() AS actors FROM (\n\
          SELECT actor_id, start_interval_index, max(intervals_from_base) AS intervals_from_base \
@@ -462,6 +452,50 @@ fn build_query(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> S
          GROUP BY start_interval_index, intervals_from_base"
     };
     format!("WITH\n{relations}\n{select}\nLIMIT {MAX_CELLS}")
+}
+
+/// The relations ending in `pairs (actor_id, start_interval_index, intervals_from_base)`: one
+/// row per actor, cohort and interval they count in.
+fn relations(settings: &Settings, starts: &IntervalStarts, ctx: &Context) -> String {
+    let first = starts.cohorts.first().copied().unwrap_or(starts.end);
+    let intervals = starts.cohorts.len();
+    if intervals > MASK_INTERVALS {
+        joined_pairs(settings, first, starts, ctx)
+    } else if !settings.first_time {
+        masked_pairs(settings, first, starts, ctx)
+    } else if settings.minimum_occurrences == 1 {
+        first_time_masked_pairs(settings, first, starts, ctx)
+    } else {
+        joined_pairs(settings, first, starts, ctx)
+    }
+}
+
+/// The persons of one cohort row of a retention node (PostHog's `interval` of a retention
+/// `InsightActorsQuery`), each with the number of the row's intervals they count in: the
+/// common table expressions (without `WITH`) and the query selecting `(actor_id, event_count)`.
+pub(crate) fn cohort_actors(
+    node: &Value,
+    ctx: &Context,
+    cohort: usize,
+) -> Result<(String, String), Invalid> {
+    let settings = settings(node, ctx)?;
+    let starts = interval_starts(node, settings.period, settings.lookahead, ctx)?;
+    if cohort >= starts.cohorts.len() {
+        return Err(Invalid::new(
+            "interval",
+            format!(
+                "The retention has {} cohorts: interval must be below that.",
+                starts.cohorts.len()
+            ),
+        ));
+    }
+    Ok((
+        relations(&settings, &starts, ctx),
+        format!(
+            "SELECT actor_id, count() AS event_count FROM pairs \
+             WHERE start_interval_index = {cohort} GROUP BY actor_id"
+        ),
+    ))
 }
 
 /// The range's first and end instants as SQL literals.

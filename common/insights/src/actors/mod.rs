@@ -24,6 +24,7 @@ mod funnels;
 mod lifecycle;
 mod parse;
 mod paths;
+mod retention;
 mod source;
 mod sql;
 mod stickiness;

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::{Matched, funnels, lifecycle, paths, stickiness, trends};
+use super::{Matched, funnels, lifecycle, paths, retention, stickiness, trends};
 use crate::{Context, Invalid, fields, series};
 
 /// `InsightActorsQuery`, as PostHog's schema has it.
@@ -25,9 +25,8 @@ pub(super) struct InsightActorsQuery {
     pub breakdown: Option<Value>,
     /// `current` / `previous`: which period of a compared insight.
     pub compare: Option<String>,
-    /// A retention cohort (retention's persons are not read here).
-    #[serde(rename = "interval")]
-    _interval: Option<IgnoredAny>,
+    /// A retention cohort row (0-based).
+    pub interval: Option<Value>,
     /// Funnels: positive = reached that step (1-based), negative = dropped off before it.
     pub funnel_step: Option<i64>,
     pub funnel_step_breakdown: Option<Value>,
@@ -78,6 +77,7 @@ pub(super) fn matched(source: &Value, ctx: &Context) -> Result<Matched, Invalid>
         "LifecycleQuery" => lifecycle::matched(&query, ctx),
         "StickinessQuery" => stickiness::matched(&query, ctx),
         "PathsQuery" => paths::matched(&query, ctx),
+        "RetentionQuery" => retention::matched(&query, ctx),
         "" => Err(Invalid::new(
             "source.source.kind",
             "The insight's kind is required.",
@@ -86,7 +86,7 @@ pub(super) fn matched(source: &Value, ctx: &Context) -> Result<Matched, Invalid>
             "source.source.kind",
             format!(
                 "Persons of a {other} are not supported: use TrendsQuery, FunnelsQuery, \
-                 LifecycleQuery, StickinessQuery or PathsQuery."
+                 RetentionQuery, LifecycleQuery, StickinessQuery or PathsQuery."
             ),
         )),
     }

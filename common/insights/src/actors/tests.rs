@@ -261,3 +261,27 @@ fn rows_become_person_objects_and_a_page() {
             "a@b.c", person]])
     );
 }
+
+#[test]
+fn a_retention_row_reads_the_retention_pairs() {
+    let retention = json!({"kind": "RetentionQuery",
+        "dateRange": {"date_from": "2024-05-01", "date_to": "2024-05-07"},
+        "retentionFilter": {"period": "Day", "totalIntervals": 7}});
+    let sql = query(actors(
+        retention.clone(),
+        json!({"source.interval": 2, "select": ["actor", "event_count"]}),
+    ));
+    assert!(sql.contains("pairs AS ("), "{sql}");
+    assert!(
+        sql.contains("FROM pairs WHERE start_interval_index = 2 GROUP BY actor_id"),
+        "{sql}"
+    );
+    assert_eq!(
+        error_attr(actors(retention.clone(), json!({"source.interval": 7}))),
+        "source.interval"
+    );
+    assert_eq!(
+        error_attr(actors(retention, json!({"source.interval": "x"}))),
+        "source.interval"
+    );
+}
