@@ -21,12 +21,13 @@ pub(super) fn matched(query: &InsightActorsQuery, ctx: &Context) -> Result<Match
             "interval (the cohort row, from 0) must be a whole number.",
         )
     })?;
-    let (ctes, query) = retention::cohort_actors(&query.source, ctx, cohort).map_err(|invalid| {
-        if invalid.attr == "interval" {
-            Invalid::new("source.interval", invalid.detail)
-        } else {
-            under_insight(invalid)
-        }
-    })?;
+    let (ctes, query) =
+        retention::cohort_actors(&query.source, ctx, cohort).map_err(|invalid| {
+            if invalid.attr == "interval" {
+                Invalid::new("source.interval", invalid.detail)
+            } else {
+                under_insight(invalid)
+            }
+        })?;
     Ok(Matched { ctes, query })
 }
