@@ -60,6 +60,35 @@ pub struct EventDefinition {
     pub last_seen_at: DateTime<Utc>,
     /// Events seen, all time.
     pub volume: u64,
+    /// Events per day of their timestamp (UTC), for the days a 30-day volume still counts.
+    #[serde(default)]
+    pub daily_volume: BTreeMap<NaiveDate, u64>,
+}
+
+/// The days of event time a definition keeps daily counts for: PostHog's 30-day volume, with
+/// a day to spare for an answer computed just after midnight.
+const DAILY_VOLUME_DAYS: i64 = 31;
+
+impl EventDefinition {
+    /// Events whose time falls in the 30 days up to `now` (PostHog's `volume_30_day`).
+    pub fn volume_30_day(&self, now: DateTime<Utc>) -> u64 {
+        let since = now.date_naive() - chrono::Days::new(30);
+        self.daily_volume
+            .range(since..)
+            .map(|(_, count)| count)
+            .sum()
+    }
+
+    /// Adds a batch's counts, dropping days too old for any 30-day volume from `now`.
+    fn add(&mut self, seen: &EventSeen, now: DateTime<Utc>) {
+        self.volume += seen.count;
+        self.last_seen_at = self.last_seen_at.max(seen.last);
+        for (day, count) in &seen.per_day {
+            *self.daily_volume.entry(*day).or_default() += count;
+        }
+        let oldest = now.date_naive() - chrono::Days::new(DAILY_VOLUME_DAYS as u64);
+        self.daily_volume = self.daily_volume.split_off(&oldest);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,11 +117,13 @@ pub struct Observed {
     pub event_properties: BTreeSet<(String, String)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EventSeen {
     pub count: u64,
     pub first: DateTime<Utc>,
     pub last: DateTime<Utc>,
+    /// The count per day of event time (UTC).
+    pub per_day: BTreeMap<NaiveDate, u64>,
 }
 
 impl Observed {
@@ -104,6 +135,7 @@ impl Observed {
                 seen.count += 1;
                 seen.first = seen.first.min(at);
                 seen.last = seen.last.max(at);
+                *seen.per_day.entry(at.date_naive()).or_default() += 1;
             }
             None => {
                 self.events.insert(
@@ -112,6 +144,7 @@ impl Observed {
                         count: 1,
                         first: at,
                         last: at,
+                        per_day: BTreeMap::from([(at.date_naive(), 1)]),
                     },
                 );
             }
@@ -172,6 +205,9 @@ impl Observed {
                     mine.count += seen.count;
                     mine.first = mine.first.min(seen.first);
                     mine.last = mine.last.max(seen.last);
+                    for (day, count) in seen.per_day {
+                        *mine.per_day.entry(day).or_default() += count;
+                    }
                 }
                 None => {
                     self.events.insert(event, seen);
@@ -302,13 +338,15 @@ pub async fn record(
     let pk = team_pk(team_id);
     for (name, seen) in &observed.events {
         let sk = event_sk(name);
-        let created = EventDefinition {
+        let mut created = EventDefinition {
             id: event_definition_id(team_id, name),
             name: name.clone(),
             created_at: now,
             last_seen_at: seen.last,
-            volume: seen.count,
+            volume: 0,
+            daily_volume: BTreeMap::new(),
         };
+        created.add(seen, now);
         if !known.contains(&sk) {
             match store
                 .put(Item::of(&pk, &sk, &created)?, Condition::NotExists)
@@ -323,8 +361,7 @@ pub async fn record(
             }
         }
         let added = store::update(store, &pk, &sk, |mut definition: EventDefinition| {
-            definition.volume += seen.count;
-            definition.last_seen_at = definition.last_seen_at.max(seen.last);
+            definition.add(seen, now);
             Ok(definition)
         })
         .await;
@@ -498,6 +535,44 @@ mod tests {
     }
 
     #[test]
+    fn the_30_day_volume_counts_event_days_in_the_window() {
+        let day = |d: u32| chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, d, 12, 0, 0).unwrap();
+        let mut batch = Observed::default();
+        for d in [1, 1, 2, 20, 30] {
+            batch.count("bought", day(d));
+        }
+        let mut other = Observed::default();
+        other.count("bought", day(30));
+        batch.merge(other);
+        let seen = &batch.events["bought"];
+        assert_eq!(seen.per_day.values().sum::<u64>(), 6);
+
+        let mut definition = EventDefinition {
+            id: Uuid::nil(),
+            name: "bought".into(),
+            created_at: day(1),
+            last_seen_at: day(1),
+            volume: 0,
+            daily_volume: BTreeMap::new(),
+        };
+        definition.add(seen, day(30));
+        assert_eq!(definition.volume, 6);
+        assert_eq!(definition.last_seen_at, day(30));
+        // 30 days up to Nov 30 start on Oct 31: every day counts.
+        assert_eq!(definition.volume_30_day(day(30)), 6);
+        // From Dec 2 on the window starts on Nov 2.
+        let december = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 12, 2, 0, 0, 0).unwrap();
+        assert_eq!(definition.volume_30_day(december), 4);
+        // A later batch drops the days no window reaches any more.
+        definition.add(&batch.events["bought"], december + chrono::Days::new(10));
+        assert_eq!(definition.volume, 12);
+        assert_eq!(
+            definition.daily_volume.keys().next(),
+            Some(&NaiveDate::from_ymd_opt(2026, 11, 20).unwrap())
+        );
+    }
+
+    #[test]
     fn a_batch_counts_events_and_keeps_first_types() {
         let at =
             |hour: u32| chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, 20, hour, 0, 0).unwrap();
@@ -516,7 +591,7 @@ mod tests {
             observed.count("bought", at(hour));
             observed.properties_of("bought", properties.as_object().unwrap());
         }
-        let seen = observed.events["bought"];
+        let seen = &observed.events["bought"];
         assert_eq!((seen.count, seen.first, seen.last), (3, at(8), at(12)));
         assert_eq!(
             observed.properties,
