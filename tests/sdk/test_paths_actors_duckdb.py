@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import run_on_backends, Server  # noqa: E402
 from test_query_duckdb import capture, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
+from node_harness import keep_logs, post_node, report, request, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 USERS = [f"path-user-{k:02d}" for k in range(36)]
@@ -41,6 +41,9 @@ CUSTOM = ["signed_up", "purchased", "clicked"]
 BROWSERS = ["Chrome", "Chrome", "Firefox", "Safari"]
 RANGE = {"date_from": "2024-03-01", "date_to": "2024-03-31"}
 SESSION_GAP = 30 * 60
+# The project's path cleaning rules, applied (before the node's own) when a node asks for
+# `pathReplacements`.
+PROJECT_RULES = [{"alias": "/docs/<page>", "regex": "/docs/[a-z]+$"}]
 
 
 def make_events():
@@ -95,7 +98,8 @@ def path_item(row, paths_filter):
     if reads("$screen") and event == "$screen":
         item = screen
     item = item or ""
-    for rule in paths_filter.get("localPathCleaningFilters") or []:
+    project_rules = PROJECT_RULES if paths_filter.get("pathReplacements") else []
+    for rule in project_rules + (paths_filter.get("localPathCleaningFilters") or []):
         item = re.sub(rule["regex"], rule["alias"], item)
     for grouping in paths_filter.get("pathGroupings") or []:
         if re.search(re.escape(grouping).replace("\\*", ".*"), item):
@@ -214,7 +218,13 @@ def paths_cases(server, rows, failures):
             "pathGroupings": ["/docs/*"], "excludeEvents": ["clicked"]},
         "edge limit and weights": {"edgeLimit": 6, "minEdgeWeight": 2, "maxEdgeWeight": 40},
         "custom events only": {"includeEventTypes": ["custom_event"], "stepLimit": 6},
+        "project rules, then the node's": {
+            "includeEventTypes": ["$pageview"], "pathReplacements": True,
+            "localPathCleaningFilters": [{"alias": "/product/<id>", "regex": "/product/\\d+"}]},
     }
+    status, body = request(server, "PATCH", f"/api/projects/{server.project_id}/",
+                           {"path_cleaning_filters": PROJECT_RULES})
+    assert status == 200 and body.get("path_cleaning_filters") == PROJECT_RULES, f"{status}: {body}"
     for name, paths_filter in cases.items():
         node = {"kind": "PathsQuery", "dateRange": RANGE, "pathsFilter": paths_filter}
         status, body = post_node(server, node)
@@ -224,6 +234,8 @@ def paths_cases(server, rows, failures):
         expected = expected_paths(rows, paths_filter)
         if name in ("plain", "start and end, cut in the middle") and len(expected) < 5:
             raise AssertionError(f"paths {name}: too few edges for a real check: {expected}")
+        if name.startswith("project rules") and not any("/docs/<page>" in e["target"] for e in expected):
+            raise AssertionError(f"paths {name}: the project's rule changed no item: {expected}")
         if name == "start and end, cut in the middle" and not any("_..." in e["target"] for e in expected):
             raise AssertionError(f"paths {name}: no path is long enough to be cut: {expected}")
         check_paths(f"paths {name}", body, expected, failures)

@@ -110,6 +110,7 @@ fn context(spec: ExperimentSpec) -> Context {
         cohorts: Default::default(),
         actions: Default::default(),
         test_account_filters: Default::default(),
+        path_cleaning_rules: Default::default(),
     }
 }
 

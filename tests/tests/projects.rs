@@ -41,6 +41,16 @@ async fn updates_persist_and_bad_values_are_400s() {
             ),
             (r#"{"name": 5}"#, "invalid_input", Some("name")),
             (r#"{"color": "red"}"#, "invalid_input", Some("color")),
+            (
+                r#"{"path_cleaning_filters": [{"alias": "<id>", "regex": "(unclosed"}]}"#,
+                "invalid_input",
+                Some("path_cleaning_filters"),
+            ),
+            (
+                r#"{"path_cleaning_filters": [{"regex": "/\\d+"}]}"#,
+                "invalid_input",
+                Some("path_cleaning_filters"),
+            ),
             (r#"[1, 2]"#, "invalid_input", None),
         ];
         for (body_text, code, attr) in cases {
@@ -53,6 +63,18 @@ async fn updates_persist_and_bad_values_are_400s() {
         // Nothing of the refused requests was stored.
         let (_, read) = world.get(&uri, key).await;
         assert_eq!(read["name"], "Renamed", "{name}");
+        assert_eq!(
+            read["path_cleaning_filters"],
+            serde_json::json!([]),
+            "{name}"
+        );
+
+        let rules = serde_json::json!([{"alias": "/users/<id>", "regex": "/users/\\d+"}]);
+        let body = serde_json::json!({"path_cleaning_filters": rules}).to_string();
+        let (status, body) = world.send(Method::PATCH, &uri, key, Some(&body)).await;
+        assert_eq!(status, StatusCode::OK, "{name} {body}");
+        let (_, read) = world.get(&uri, key).await;
+        assert_eq!(read["path_cleaning_filters"], rules, "{name}");
     }
 }
 

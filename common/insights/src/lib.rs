@@ -64,6 +64,8 @@ pub struct Context {
     /// The project's `test_account_filters`: what a node with `filterTestAccounts: true` (or
     /// HogQLFilters') leaves out.
     pub test_account_filters: std::sync::Arc<Vec<Value>>,
+    /// The project's path cleaning rules, which a paths node with `pathReplacements` applies.
+    pub path_cleaning_rules: std::sync::Arc<Vec<paths::CleaningRule>>,
 }
 
 /// A node that cannot be compiled: a 400 naming the field (`attr`, e.g. `series[0].math`).
@@ -168,6 +170,7 @@ pub(crate) mod testing {
             cohorts: Default::default(),
             actions: Default::default(),
             test_account_filters: Default::default(),
+            path_cleaning_rules: Default::default(),
         }
     }
 

@@ -189,6 +189,7 @@ fn one_query_with_an_explicit_limit_and_quoted_names() {
         cohorts: Default::default(),
         actions: Default::default(),
         test_account_filters: Default::default(),
+        path_cleaning_rules: Default::default(),
     };
     let node = json!({"kind": "RetentionQuery",
         "dateRange": {"date_from": "2026-10-01", "date_to": "2026-10-10"},

@@ -472,6 +472,16 @@ pub(crate) fn plain_context(project: &Project, now: DateTime<Utc>) -> insights::
         cohorts: Default::default(),
         actions: Default::default(),
         test_account_filters: std::sync::Arc::new(project.test_account_filters.clone()),
+        path_cleaning_rules: std::sync::Arc::new(
+            project
+                .path_cleaning_filters
+                .iter()
+                .map(|rule| insights::paths::CleaningRule {
+                    regex: rule.regex.clone(),
+                    alias: rule.alias.clone(),
+                })
+                .collect(),
+        ),
     }
 }
 

@@ -14,6 +14,7 @@ pub fn project(project: &Project) -> Value {
         "timezone": project.timezone,
         "week_start_day": project.week_start_day,
         "test_account_filters": project.test_account_filters,
+        "path_cleaning_filters": project.path_cleaning_filters,
         "created_at": project.created_at,
         "updated_at": project.updated_at.unwrap_or(project.created_at),
     })

@@ -1,6 +1,6 @@
 use axum::extract::{Path, State};
 use common::http::Json;
-use common::models::{Project, Scope};
+use common::models::{PathCleaningRule, Project, Scope};
 use common::pagination::Pagination;
 use common::provisioning::valid_timezone;
 use common::{ApiError, ApiResult, AppState, Authenticated};
@@ -55,12 +55,14 @@ pub struct ProjectChanges {
     week_start_day: Option<u8>,
     /// Property filters marking test accounts: objects, each with a `key`.
     test_account_filters: Option<Vec<serde_json::Map<String, Value>>>,
+    /// `[{"alias", "regex"}]`: how paths insights clean URLs when they ask for replacements.
+    path_cleaning_filters: Option<Vec<Value>>,
 }
 
 const MAX_NAME_CHARS: usize = 200;
 
-/// `PATCH /api/projects/:project_id/` with `name`, `timezone`, `week_start_day` and/or
-/// `test_account_filters`.
+/// `PATCH /api/projects/:project_id/` with `name`, `timezone`, `week_start_day`,
+/// `test_account_filters` and/or `path_cleaning_filters`.
 pub async fn update(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -115,6 +117,11 @@ pub async fn update(
             format!("Filter at index {index} must have a string 'key'."),
         ));
     }
+    let path_cleaning_filters = changes
+        .path_cleaning_filters
+        .as_deref()
+        .map(path_cleaning_rules)
+        .transpose()?;
     let updated = Project::update(store, project.id, |project| {
         if let Some(name) = &name {
             project.name = name.clone();
@@ -128,7 +135,33 @@ pub async fn update(
         if let Some(filters) = &changes.test_account_filters {
             project.test_account_filters = filters.iter().cloned().map(Value::Object).collect();
         }
+        if let Some(rules) = &path_cleaning_filters {
+            project.path_cleaning_filters = rules.clone();
+        }
     })
     .await?;
     Ok(axum::Json(payload::project(&updated)))
+}
+
+/// Path cleaning rules, each an object with a string `alias` and a `regex` that compiles.
+fn path_cleaning_rules(rules: &[Value]) -> ApiResult<Vec<PathCleaningRule>> {
+    rules
+        .iter()
+        .enumerate()
+        .map(|(index, rule)| {
+            let invalid =
+                |detail: String| ApiError::field("path_cleaning_filters", "invalid_input", detail);
+            let rule: PathCleaningRule = serde_json::from_value(rule.clone()).map_err(|_| {
+                invalid(format!(
+                    "Rule at index {index} must be an object with a string 'alias' and 'regex'."
+                ))
+            })?;
+            regex::Regex::new(&rule.regex).map_err(|error| {
+                invalid(format!(
+                    "Rule at index {index} has an invalid regex: {error}"
+                ))
+            })?;
+            Ok(rule)
+        })
+        .collect()
 }

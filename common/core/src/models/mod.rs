@@ -12,7 +12,8 @@ pub use api_key::{MAX_LABEL_CHARS, PersonalApiKey, Scope, ScopeAction};
 pub use group_types::{Ensured, GROUP_TYPES_SK, GroupTypes, MAX_GROUP_TYPES, group_types_pk};
 pub use organization::{Membership, MembershipLevel, Organization};
 pub use project::{
-    NewProject, Project, default_test_account_filters as project_default_test_account_filters,
+    NewProject, PathCleaningRule, Project,
+    default_test_account_filters as project_default_test_account_filters,
 };
 pub use user::{NewUser, PasswordError, User, UserKey, hash_password, user_id};
 

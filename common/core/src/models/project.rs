@@ -22,11 +22,22 @@ pub struct Project {
     /// experiments leave those out when asked to filter test accounts.
     #[serde(default)]
     pub test_account_filters: Vec<serde_json::Value>,
+    /// Rules that rewrite URLs and screen names into one path item (PostHog's team
+    /// `path_cleaning_filters`), applied by paths insights that ask for `pathReplacements`.
+    #[serde(default)]
+    pub path_cleaning_filters: Vec<PathCleaningRule>,
     /// `phc_...`: public, identifies the project to capture.
     pub api_token: String,
     pub created_at: DateTime<Utc>,
     #[serde(default)]
     pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// Every match of `regex` in a path item is replaced by `alias`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathCleaningRule {
+    pub alias: String,
+    pub regex: String,
 }
 
 pub struct NewProject<'a> {
@@ -80,6 +91,7 @@ impl Project {
             timezone: new.timezone.to_owned(),
             week_start_day: None,
             test_account_filters: default_test_account_filters(),
+            path_cleaning_filters: Vec::new(),
             api_token: random_token("phc_", 43),
             created_at: store.clock().now(),
             updated_at: None,

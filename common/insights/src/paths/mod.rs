@@ -1,8 +1,9 @@
 //! PathsQuery: the most travelled edges between consecutive steps of persons' paths, as
 //! PostHog's `posthog/hogql_queries/insights/paths_query_runner.py` computes them:
 //! - A path item is an event's name, a `$pageview`'s `$current_url` (one trailing `/` cut), a
-//!   `$screen`'s `$screen_name` or the `pathsHogQLExpression`, by `includeEventTypes`; then
-//!   each `localPathCleaningFilters` regex replaced by its alias in turn, then the first
+//!   `$screen`'s `$screen_name` or the `pathsHogQLExpression`, by `includeEventTypes`; then,
+//!   with `pathReplacements`, each of the project's cleaning rules, then each
+//!   `localPathCleaningFilters` regex replaced by its alias in turn, then the first
 //!   `pathGroupings` wildcard it matches (anywhere in the item) names it. Items in
 //!   `excludeEvents` are dropped before anything else.
 //! - A person's events, in time order, are cut into sessions at every gap of 30 minutes or more;
@@ -55,6 +56,13 @@ enum Target {
     Start(String),
     End(String),
     Both { start: String, end: String },
+}
+
+/// One of the project's path cleaning rules: every match of `regex` in an item becomes `alias`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleaningRule {
+    pub regex: String,
+    pub alias: String,
 }
 
 /// The point of a paths insight whose persons an actors query asks for

@@ -21,9 +21,9 @@ struct PathsFilter {
     path_groupings: Option<Vec<String>>,
     exclude_events: Option<Vec<String>>,
     local_path_cleaning_filters: Option<Vec<PathCleaningFilter>>,
-    /// The team's path cleaning rules: this service keeps none, so it changes nothing.
+    /// Apply the project's path cleaning rules (before `localPathCleaningFilters`).
     #[serde(rename = "pathReplacements")]
-    _path_replacements: Option<bool>,
+    path_replacements: Option<bool>,
     edge_limit: Option<u64>,
     min_edge_weight: Option<u64>,
     max_edge_weight: Option<u64>,
@@ -195,19 +195,30 @@ fn item_expression(
         item = format!("if(event = '$screen', properties.$screen_name, {item})");
     }
     let mut item = format!("ifNull({item}, '')");
+    // The project's rules first (when asked for), then the node's own, as PostHog applies them.
+    let project_rules = match filter.path_replacements {
+        Some(true) => ctx.path_cleaning_rules.as_slice(),
+        _ => &[],
+    };
+    let mut rules: Vec<(&str, &str)> = project_rules
+        .iter()
+        .map(|rule| (rule.regex.as_str(), rule.alias.as_str()))
+        .collect();
     for (index, rule) in filter
         .local_path_cleaning_filters
         .iter()
         .flatten()
         .enumerate()
     {
-        let attr = format!("pathsFilter.localPathCleaningFilters[{index}]");
         let (Some(regex), Some(alias)) = (&rule.regex, &rule.alias) else {
             return Err(Invalid::new(
-                attr,
+                format!("pathsFilter.localPathCleaningFilters[{index}]"),
                 "A cleaning rule needs a regex and an alias.",
             ));
         };
+        rules.push((regex, alias));
+    }
+    for (regex, alias) in rules {
         item = format!(
             "replaceRegexpAll({item}, {}, {})",
             sql_text::string(regex),

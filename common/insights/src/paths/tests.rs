@@ -95,6 +95,28 @@ fn event_types_cleaning_and_groupings_shape_the_item() {
 }
 
 #[test]
+fn path_replacements_apply_the_project_rules_before_the_nodes() {
+    let mut ctx = context();
+    ctx.path_cleaning_rules = std::sync::Arc::new(vec![crate::paths::CleaningRule {
+        regex: "/users/\\d+".into(),
+        alias: "/users/<id>".into(),
+    }]);
+    let compile = |filter: Value| match crate::compile(&node(filter), &ctx) {
+        Ok(compiled) => compiled.queries.join("\n"),
+        Err(invalid) => panic!("{invalid:?}"),
+    };
+    let local = json!([{"alias": "<n>", "regex": "\\d+"}]);
+    let replaced = compile(json!({"pathReplacements": true, "localPathCleaningFilters": local}));
+    let project = replaced.find("'/users/<id>'").expect("the project's rule");
+    let node_rule = replaced.find("'<n>'").expect("the node's rule");
+    // Nested calls: the project's rule is applied first, so it sits inside the node's.
+    assert!(project < node_rule, "{replaced}");
+    let plain = compile(json!({"localPathCleaningFilters": local}));
+    assert!(!plain.contains("/users/<id>"), "{plain}");
+    assert!(plain.contains("'<n>'"), "{plain}");
+}
+
+#[test]
 fn targets_and_limits_pick_the_kept_steps() {
     let plain = query(node(json!({})));
     assert!(
