@@ -205,6 +205,58 @@ fn clickhouse_funnel_rows(results: &Value) -> Value {
         .collect()
 }
 
+/// A paths answer (edges `{source, target, value}`, heaviest first) as `[step, source, target,
+/// value]` rows, the step being the number before the source's `_`.
+fn paths_rows(results: &Value) -> Value {
+    results
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|edge| {
+            let source = edge["source"].as_str().unwrap_or_default();
+            json!([edge_step(source), source, edge["target"], edge["value"]])
+        })
+        .collect()
+}
+
+/// The step of a path node (`"2_/pricing"` is 2).
+fn edge_step(node: &str) -> u64 {
+    node.split('_')
+        .next()
+        .and_then(|step| step.parse().ok())
+        .unwrap_or(0)
+}
+
+/// ClickHouse's heaviest edges (`[step, source, target, value]`) without those a path from a
+/// first step cannot reach, which PostHog's paths runner drops after the query.
+fn clickhouse_paths_rows(results: &Value) -> Value {
+    let edges: Vec<&Value> = results.as_array().into_iter().flatten().collect();
+    let mut reached: std::collections::HashSet<&str> = edges
+        .iter()
+        .filter(|edge| edge[0].as_u64() == Some(1))
+        .filter_map(|edge| edge[1].as_str())
+        .collect();
+    // Steps only go forward, so one pass in step order reaches everything reachable.
+    let mut by_step = edges.clone();
+    by_step.sort_by_key(|edge| edge[0].as_u64());
+    for edge in by_step {
+        if let (Some(source), Some(target)) = (edge[1].as_str(), edge[2].as_str())
+            && reached.contains(source)
+        {
+            reached.insert(target);
+        }
+    }
+    edges
+        .into_iter()
+        .filter(|edge| {
+            edge[1]
+                .as_str()
+                .is_some_and(|source| reached.contains(source))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Windows start at a day boundary (`today()`), so the engines see the same rows even though
 /// they run a few seconds apart. The ClickHouse SQL is what HogQL prints for the same question
 /// (`posthog/hogql/printer`): the team guard first, every timestamp through `toTimeZone`, a
@@ -583,6 +635,55 @@ pub(super) const QUERIES: &[BenchQuery] = &[
                   WHERE and(greaterOrEquals(day, minus(today(), toIntervalDay(30))), lessOrEquals(day, today())) \
                   GROUP BY day, status ORDER BY day ASC, status ASC",
             rows: lifecycle_status_rows,
+        },
+    },
+    BenchQuery {
+        name: "paths_pageviews_7_days",
+        ours: Ours::Node {
+            node: r#"{"kind": "PathsQuery", "dateRange": {"date_from": "-7d"},
+                      "pathsFilter": {"includeEventTypes": ["$pageview"], "stepLimit": 5, "edgeLimit": 50}}"#,
+            rows: paths_rows,
+        },
+        // Each person's pageviews (URL without a trailing slash), cut into sessions at gaps of
+        // 30 minutes, a run of one URL kept once at its last view, the first five steps, the
+        // 50 heaviest edges, and only those reachable from a first step.
+        duckdb: "with recursive pv as (select person_id as p, timestamp as t, \
+                   case when length(u) > 1 and ends_with(u, '/') then left(u, length(u) - 1) else u end as item \
+                   from (select person_id, timestamp, coalesce(json_extract_string(properties, '$.\"$current_url\"'), '') as u \
+                     from events where event = '$pageview' and timestamp >= current_date - interval 7 day)), \
+                 gaps as (select *, case when date_diff('second', lag(t) over (partition by p order by t, item), t) < 1800 \
+                   then 0 else 1 end as starts from pv), \
+                 sessions as (select *, sum(starts) over (partition by p order by t, item rows unbounded preceding) as s from gaps), \
+                 runs as (select *, lead(item) over (partition by p, s order by t, item) as after from sessions), \
+                 steps as (select p, s, item, row_number() over (partition by p, s order by t, item) as step \
+                   from runs where after is null or after <> item), \
+                 pairs as (select step, item, lead(item) over (partition by p, s order by step) as next from steps), \
+                 top as (select step, concat(step, '_', item) as source, concat(step + 1, '_', next) as target, count(*) as value \
+                   from pairs where next is not null and step < 5 group by all \
+                   order by value desc, source, target limit 50), \
+                 reach(node) as (select source from top where step = 1 \
+                   union select top.target from top join reach on top.source = reach.node) \
+                 select step, source, target, value from top where source in (select node from reach) \
+                 order by value desc, source, target",
+        // PostHog's paths runner: per person the sorted (time, item) pairs, `arraySplit` into
+        // sessions at 30-minute gaps, runs compacted, the first five steps, edges by count.
+        clickhouse: ClickHouse::Shaped {
+            sql: "SELECT step, concat(toString(step), '_', edge.2) AS source, \
+                    concat(toString(step + 1), '_', edge.3) AS target, count() AS value FROM (\
+                    SELECT arrayJoin(arrayMap(i -> (i, path[i], path[i + 1]), range(1, length(path)))) AS edge, edge.1 AS step FROM (\
+                      SELECT arraySlice(arrayFilter((x, i) -> i = length(session) OR x != session[i + 1], \
+                        session, arrayEnumerate(session)), 1, 5) AS path FROM (\
+                        SELECT arrayJoin(arraySplit((item, gap) -> gap >= 1800, arrayMap(x -> x.2, sorted), \
+                          arrayDifference(arrayMap(x -> toInt64(toUnixTimestamp(x.1)), sorted)))) AS session FROM (\
+                          SELECT person_id, arraySort(groupArray((timestamp, item))) AS sorted FROM (\
+                            SELECT e.person_id AS person_id, e.timestamp AS timestamp, \
+                              if(length(u) > 1 AND endsWith(u, '/'), substring(u, 1, length(u) - 1), u) AS item FROM (\
+                              SELECT e.person_id, e.timestamp, ifNull(nullIf(nullIf(e.`mat_$current_url`, ''), 'null'), '') AS u \
+                              FROM events AS e WHERE and(equals(e.team_id, 1), equals(e.event, '$pageview'), \
+                                greaterOrEquals(toTimeZone(e.timestamp, 'UTC'), toStartOfDay(assumeNotNull(toDateTime(minus(today(), toIntervalDay(7)), 'UTC')))))) AS e) \
+                          GROUP BY person_id)))) \
+                  GROUP BY step, source, target ORDER BY value DESC, source ASC, target ASC LIMIT 50",
+            rows: clickhouse_paths_rows,
         },
     },
 ];
