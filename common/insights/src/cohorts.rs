@@ -84,7 +84,8 @@ impl CohortId {
 }
 
 /// The ids of the cohorts a node's filters name (any object whose `type` is a cohort filter type
-/// and whose `value` is an id), in id order, so the caller loads them only when there are some.
+/// and whose `value` is an id) and its cohort breakdowns name, in id order, so the caller loads
+/// them only when there are some.
 pub fn referenced(node: &Value) -> Vec<i64> {
     let mut ids = BTreeSet::new();
     collect(node, &mut ids);
@@ -106,6 +107,8 @@ fn collect(value: &Value, ids: &mut BTreeSet<i64>) {
             {
                 ids.insert(id);
             }
+            // A cohort breakdown (`breakdownFilter` with `breakdown_type: cohort`).
+            ids.extend(crate::breakdown::cohort_ids(object));
             object.values().for_each(|value| collect(value, ids));
         }
         Value::Array(items) => items.iter().for_each(|item| collect(item, ids)),

@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod actors;
+pub mod breakdown;
 pub mod cohorts;
 pub mod date_range;
 pub mod events_query;

@@ -164,7 +164,12 @@ fn funnel_steps_reached_and_dropped_off() {
         {"kind": "EventsNode", "event": "c"}],
         "funnelsFilter": {"funnelWindowInterval": 2, "funnelWindowIntervalUnit": "hour"}});
     let reached = query(actors(funnel.clone(), json!({"source.funnelStep": 2})));
-    assert!(reached.contains("aggregateFunnel(3, 7200, 'ordered', timestamp, if(event = 'a', 1, 0) + if(event = 'b', 2, 0) + if(event = 'c', 4, 0), 0)"), "{reached}");
+    // The funnel's own per-actor query.
+    assert!(reached.contains("aggregateFunnel(3, 7200, 'ordered', timestamp, if((event = 'a'), 1, 0) + if((event = 'b'), 2, 0) + if((event = 'c'), 4, 0), 0)"), "{reached}");
+    assert!(
+        reached.contains("countIf((event = 'a') OR (event = 'b') OR (event = 'c')) AS event_count"),
+        "{reached}"
+    );
     assert!(reached.contains("WHERE reached >= 1"), "{reached}");
     let dropped = query(actors(funnel, json!({"source.funnelStep": -3})));
     assert!(dropped.contains("WHERE reached = 1"), "{dropped}");
@@ -284,4 +289,187 @@ fn a_retention_row_reads_the_retention_pairs() {
         error_attr(actors(retention, json!({"source.interval": "x"}))),
         "source.interval"
     );
+}
+
+#[test]
+fn a_multiple_breakdown_point_matches_every_value() {
+    let insight = json!({
+        "kind": "TrendsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview"}],
+        "dateRange": {"date_from": "2024-05-01", "date_to": "2024-05-31"},
+        "breakdownFilter": {"breakdowns": [{"property": "$browser"}, {"property": "plan", "type": "person"}]},
+    });
+    let sql = query(actors(
+        insight.clone(),
+        json!({"source.breakdown": ["Chrome", "$$_posthog_breakdown_null_$$"]}),
+    ));
+    assert!(
+        sql.contains("ifNull(nullIf(properties['$browser'], ''), '$$_posthog_breakdown_null_$$') = 'Chrome' AND ifNull(nullIf(person.properties['plan'], ''), '$$_posthog_breakdown_null_$$') = '$$_posthog_breakdown_null_$$'"),
+        "{sql}"
+    );
+    for breakdown in [
+        json!("Chrome"),
+        json!(["Chrome"]),
+        json!([
+            "$$_posthog_breakdown_other_$$",
+            "$$_posthog_breakdown_other_$$"
+        ]),
+    ] {
+        assert_eq!(
+            error_attr(actors(
+                insight.clone(),
+                json!({"source.breakdown": breakdown})
+            )),
+            "source.breakdown"
+        );
+    }
+}
+
+#[test]
+fn a_cohort_point_is_its_members() {
+    let ctx = crate::breakdown::tests::cohort_context();
+    let insight = json!({
+        "kind": "TrendsQuery",
+        "series": [{"kind": "EventsNode", "event": "$pageview"}],
+        "dateRange": {"date_from": "2024-05-01", "date_to": "2024-05-31"},
+        "breakdownFilter": {"breakdown_type": "cohort", "breakdown": [1, 2, "all"]},
+    });
+    let compile = |extra: Value| crate::compile(&actors(insight.clone(), extra), &ctx);
+    let sql = compile(json!({"source.breakdown": 1}))
+        .expect("compiles")
+        .queries
+        .join("");
+    assert!(
+        sql.contains(&format!(
+            "person_id IN ('{}')",
+            crate::breakdown::tests::MEMBER
+        )),
+        "{sql}"
+    );
+    let sql = compile(json!({"source.breakdown": "2"}))
+        .expect("compiles")
+        .queries
+        .join("");
+    assert!(
+        sql.contains("person_id IN (SELECT id FROM persons WHERE"),
+        "{sql}"
+    );
+    let sql = compile(json!({"source.breakdown": "all"}))
+        .expect("compiles")
+        .queries
+        .join("");
+    assert!(
+        !sql.contains("person_id IN ('") && !sql.contains("SELECT id FROM persons WHERE"),
+        "{sql}"
+    );
+    match compile(json!({"source.breakdown": 5})) {
+        Ok(_) => panic!("a cohort the breakdown does not name"),
+        Err(invalid) => assert_eq!(invalid.attr, "source.breakdown"),
+    }
+}
+
+#[test]
+fn funnel_step_breakdowns_share_the_funnels_per_actor_query() {
+    let ctx = crate::breakdown::tests::cohort_context();
+    let funnel = |breakdown: Value| {
+        json!({"kind": "FunnelsQuery", "series": [
+            {"kind": "EventsNode", "event": "a"}, {"kind": "EventsNode", "event": "b"}],
+            "dateRange": {"date_from": "2024-05-01", "date_to": "2024-05-31"},
+            "funnelsFilter": {"exclusions": [{"kind": "EventsNode", "event": "x", "funnelFromStep": 0, "funnelToStep": 1}]},
+            "breakdownFilter": breakdown})
+    };
+    let compile = |node: Value| crate::compile(&node, &ctx);
+    let single = funnel(json!({"breakdown": "$browser"}));
+    let sql = compile(actors(
+        single.clone(),
+        json!({"source.funnelStep": 2, "source.funnelStepBreakdown": "Chrome"}),
+    ))
+    .expect("compiles")
+    .queries
+    .join("");
+    assert!(
+        sql.contains("WHERE reached >= 1 AND breakdown = 'Chrome'"),
+        "{sql}"
+    );
+    // The exclusion is the funnel's own mask.
+    assert!(sql.contains("if((event = 'x'), 1, 0)) AS funnel"), "{sql}");
+    let sql = compile(actors(
+        single.clone(),
+        json!({"source.funnelStep": -2, "source.funnelStepBreakdown": [""]}),
+    ))
+    .expect("compiles")
+    .queries
+    .join("");
+    assert!(
+        sql.contains("WHERE reached = 0 AND breakdown = ''"),
+        "{sql}"
+    );
+
+    let multi = funnel(json!({"breakdowns": [{"property": "$browser"}, {"property": "$os"}]}));
+    let sql = compile(actors(
+        multi.clone(),
+        json!({"source.funnelStep": 1, "source.funnelStepBreakdown": ["Chrome", "Mac"]}),
+    ))
+    .expect("compiles")
+    .queries
+    .join("");
+    assert!(sql.contains("AND breakdown = '6:Chrome3:Mac'"), "{sql}");
+
+    let cohorts = funnel(json!({"breakdown_type": "cohort", "breakdown": [1, "all"]}));
+    let sql = compile(actors(
+        cohorts.clone(),
+        json!({"source.funnelStep": 1, "source.funnelStepBreakdown": 1}),
+    ))
+    .expect("compiles")
+    .queries
+    .join("");
+    assert!(
+        sql.contains(&format!(
+            "WHERE reached >= 0 AND actor IN ('{}')",
+            crate::breakdown::tests::MEMBER
+        )),
+        "{sql}"
+    );
+    let sql = compile(actors(
+        cohorts.clone(),
+        json!({"source.funnelStep": 1, "source.funnelStepBreakdown": 0}),
+    ))
+    .expect("compiles")
+    .queries
+    .join("");
+    assert!(sql.contains("WHERE reached >= 0)"), "{sql}");
+
+    for (node, extra, attr) in [
+        (
+            multi.clone(),
+            json!({"source.funnelStep": 1, "source.funnelStepBreakdown": "Chrome"}),
+            "source.funnelStepBreakdown",
+        ),
+        (
+            single.clone(),
+            json!({"source.funnelStep": 1, "source.funnelStepBreakdown": "Other"}),
+            "source.funnelStepBreakdown",
+        ),
+        (
+            cohorts,
+            json!({"source.funnelStep": 1, "source.funnelStepBreakdown": 2}),
+            "source.funnelStepBreakdown",
+        ),
+        (
+            funnel(json!({"breakdown": "$browser", "breakdown_type": "group"})),
+            json!({"source.funnelStep": 1}),
+            "source.source.breakdownFilter.breakdown_type",
+        ),
+        (
+            json!({"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "a"}, {"kind": "EventsNode", "event": "b"}],
+                "funnelsFilter": {"funnelAggregateByHogQL": "properties.$session_id"}}),
+            json!({"source.funnelStep": 1}),
+            "source.source.funnelsFilter.funnelAggregateByHogQL",
+        ),
+    ] {
+        match compile(actors(node, extra.clone())) {
+            Ok(_) => panic!("compiled {extra}"),
+            Err(invalid) => assert_eq!(invalid.attr, attr, "{extra}"),
+        }
+    }
 }

@@ -2,18 +2,21 @@
 //! node's `properties`, the breakdown value) in the bucket `day` (the whole range when no day
 //! is given, as for total-value displays), as PostHog's `trends_actors_query_builder.py` finds
 //! them. `event_count` is their events there.
+//!
+//! The breakdown value is read as [`crate::breakdown`] reads the insight's breakdown: one value
+//! for a single breakdown (`$$_posthog_breakdown_null_$$` for a missing one), the list of values
+//! for several (each must match), a cohort id (its persons' events) or `all` for a cohort
+//! breakdown. The "other" combination is refused rather than answered as PostHog does (every
+//! person).
 
 use serde_json::Value;
 
 use super::Matched;
 use super::source::{InsightActorsQuery, series_index, under_insight};
+use crate::breakdown::{self, By, CohortChoice, Insight};
 use crate::date_range::{self, Interval};
 use crate::series::{self, EventSeries};
-use crate::trends::BREAKDOWN_OTHER;
-use crate::{Context, Invalid, filters, sql_text};
-
-/// PostHog's breakdown value of events without the property.
-const BREAKDOWN_NULL: &str = "$$_posthog_breakdown_null_$$";
+use crate::{Context, Invalid, filters};
 
 pub(super) fn matched(query: &InsightActorsQuery, ctx: &Context) -> Result<Matched, Invalid> {
     let node = &query.source;
@@ -75,56 +78,28 @@ pub(super) fn matched(query: &InsightActorsQuery, ctx: &Context) -> Result<Match
     })
 }
 
-/// Events whose breakdown property has `value` (PostHog's null value: missing or empty).
+/// Events of the breakdown's combination (or cohort) `value`.
 fn breakdown_condition(node: &Value, value: &Value, ctx: &Context) -> Result<String, Invalid> {
-    let filter = node.get("breakdownFilter");
-    let property = filter.and_then(|filter| filter.get("breakdown"));
-    let Some(Value::String(property)) = property else {
+    let Some(breakdown) = breakdown::parse(node, Insight::Trends, ctx).map_err(under_insight)?
+    else {
         return Err(Invalid::new(
             "source.breakdown",
-            "A breakdown value needs the insight's breakdownFilter.breakdown property.",
+            "A breakdown value needs the insight's breakdownFilter.",
         ));
     };
-    let kind = filter
-        .and_then(|filter| filter.get("breakdown_type"))
-        .and_then(Value::as_str)
-        .unwrap_or("event");
-    let expression = match kind {
-        "event" => sql_text::property(property, false),
-        "person" => sql_text::property(property, true),
-        "hogql" => {
-            (ctx.check_expression)(property).map_err(|problem| {
-                Invalid::new("source.source.breakdownFilter.breakdown", problem)
+    match &breakdown.by {
+        By::Properties(properties) => {
+            let values = properties.point_values(value, "source.breakdown")?;
+            properties.trends_condition(&values, "source.breakdown")
+        }
+        By::Cohorts(cohorts) => {
+            let cohort = CohortChoice::find(cohorts, value).ok_or_else(|| {
+                Invalid::new(
+                    "source.breakdown",
+                    "breakdown must be one of the insight's breakdown cohorts (an id, or \"all\").",
+                )
             })?;
-            format!("toString(({property}))")
+            cohort.events_condition(ctx).map_err(under_insight)
         }
-        other => {
-            return Err(Invalid::new(
-                "source.source.breakdownFilter.breakdown_type",
-                format!("Persons of a {other} breakdown are not supported."),
-            ));
-        }
-    };
-    let value = match value {
-        Value::String(text) => text.clone(),
-        Value::Number(number) => number.to_string(),
-        Value::Bool(flag) => flag.to_string(),
-        _ => {
-            return Err(Invalid::new(
-                "source.breakdown",
-                "breakdown must be a value.",
-            ));
-        }
-    };
-    if value == BREAKDOWN_OTHER {
-        return Err(Invalid::new(
-            "source.breakdown",
-            "Persons of the breakdown's other values are not supported: pick a value.",
-        ));
     }
-    Ok(format!(
-        "ifNull(nullIf({expression}, ''), {}) = {}",
-        sql_text::string(BREAKDOWN_NULL),
-        sql_text::string(&value)
-    ))
 }

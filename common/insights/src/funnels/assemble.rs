@@ -1,10 +1,12 @@
-//! The steps view's response: per step (and breakdown value) the actors and conversion times,
-//! as PostHog's step objects; and reading the engine's cells, which every view shares.
+//! The steps view's response: per step (and breakdown combination or cohort) the actors and
+//! conversion times, as PostHog's step objects; and reading the engine's cells, which every
+//! view shares.
 
 use serde_json::{Value, json};
 
 use super::{Breakdown, OTHER, Order, Step};
 use crate::Table;
+use crate::breakdown::By;
 
 pub(super) fn number(value: Option<&Value>) -> Option<f64> {
     match value? {
@@ -101,27 +103,53 @@ pub(super) fn assemble(
             _ => json!([]),
         };
     };
-    let other_bucket = breakdown.limit + 1;
-    let results: Vec<Value> = table
-        .rows
-        .iter()
-        .filter(|row| count(row.get(2)) > 0)
-        .map(|row| {
-            let label = if count(row.first()) == other_bucket {
-                OTHER.to_owned()
-            } else {
-                row.get(1)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
+    let entered = table.rows.iter().filter(|row| count(row.get(2)) > 0);
+    match &breakdown.by.by {
+        By::Properties(properties) => {
+            let other_bucket = breakdown.by.limit + 1;
+            let results: Vec<Value> = entered
+                .map(|row| {
+                    let value = if count(row.first()) == other_bucket {
+                        properties.shown(vec![OTHER.to_owned()])
+                    } else {
+                        let key = row.get(1).and_then(Value::as_str).unwrap_or_default();
+                        properties.shown(properties.decode(key))
+                    };
+                    Value::Array(step_array(row, 2, steps, order, Some((&value, &value))))
+                })
+                .collect();
+            Value::Array(results)
+        }
+        By::Cohorts(cohorts) => {
+            // PostHog orders them by conversions, from the last step back; ties keep the
+            // breakdown's order.
+            let mut rows: Vec<&Vec<Value>> = entered.collect();
+            let counts = |row: &Vec<Value>| -> Vec<u64> {
+                (0..steps.len())
+                    .rev()
+                    .map(|step| count(row.get(2 + step)))
+                    .collect()
             };
-            let value = if breakdown.as_list {
-                json!([label])
-            } else {
-                json!(label)
-            };
-            Value::Array(step_array(row, 2, steps, order, Some((&value, &value))))
-        })
-        .collect();
-    Value::Array(results)
+            rows.sort_by(|a, b| {
+                counts(b)
+                    .cmp(&counts(a))
+                    .then_with(|| count(a.first()).cmp(&count(b.first())))
+            });
+            let results: Vec<Value> = rows
+                .into_iter()
+                .filter_map(|row| {
+                    let cohort = cohorts.get(usize::try_from(count(row.first())).ok()?)?;
+                    let (shown, value) = (json!(cohort.name()), json!(cohort.id()));
+                    Some(Value::Array(step_array(
+                        row,
+                        2,
+                        steps,
+                        order,
+                        Some((&shown, &value)),
+                    )))
+                })
+                .collect();
+            Value::Array(results)
+        }
+    }
 }

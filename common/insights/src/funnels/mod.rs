@@ -10,9 +10,16 @@
 //! - An exclusion drops the attempt it interrupts (an excluded event after the attempt reached
 //!   `funnelFromStep` and before it reached `funnelToStep`, within its window); an actor whose
 //!   furthest attempt was excluded is left out of every step.
-//! - A breakdown takes the actor's first (`first_touch`) or last (`last_touch`) non-null value of
-//!   the property over their funnel events (`''` when none); the `breakdown_limit` (25) values
-//!   with the most conversions are kept, the rest summed as "Other".
+//! - A property breakdown ([`crate::breakdown`]: one property, up to three listed in
+//!   `breakdown`, or PostHog's multiple `breakdowns`) takes the actor's values from their first
+//!   (`first_touch`) or last (`last_touch`) funnel event with a value (any of the values, with
+//!   several; `''` for a missing one, and all `''` when none has one); the `breakdown_limit` (25)
+//!   combinations with the most conversions (from the last step back, ties by value) are kept,
+//!   the rest summed as "Other" (`["Other"]` when values are lists, as PostHog shows them).
+//!   A single property's value is shown as is, listed ones as a list.
+//! - A cohort breakdown is the funnel of each cohort's persons (every person for `all`):
+//!   `breakdown` the cohort's name (`all users`), `breakdown_value` its id (0 for all, PostHog's
+//!   `ALL_USERS_COHORT_ID`), ordered by conversions as above, no "Other".
 //!
 //! `funnelsFilter.funnelVizType` picks the view: `steps` (the above), `trends` (conversion rate
 //! per interval of the attempts' start) or `time_to_convert` (a histogram of conversion times);
@@ -20,10 +27,12 @@
 //!
 //! [`compile`] reads the node into a `Funnel` (`parse`) and writes the per-actor and steps queries
 //! (`sql`); `assemble` shapes the steps view's response, `trends` and `time_to_convert` compile
-//! and assemble the other views.
+//! and assemble the other views; `persons` finds the persons of a step (and breakdown value) for
+//! an actors query from the same per-actor query.
 
 mod assemble;
 mod parse;
+mod persons;
 mod sql;
 #[cfg(test)]
 mod tests;
@@ -37,7 +46,6 @@ use crate::{Compiled, Context, Invalid};
 
 /// The engine's bit masks hold 63 steps; PostHog's UI stops well before this.
 const MAX_STEPS: usize = 30;
-const DEFAULT_BREAKDOWN_LIMIT: u64 = 25;
 /// The bucket the values past the breakdown limit are summed into.
 const OTHER: &str = "Other";
 
@@ -77,12 +85,11 @@ struct Exclusion {
 
 #[derive(Debug, Clone, PartialEq)]
 struct Breakdown {
-    /// The dialect expression of the property.
-    property: String,
-    /// `breakdown` was given as a list: values are then one-element lists, as PostHog returns.
-    as_list: bool,
+    by: crate::breakdown::Breakdown,
+    /// `breakdownAttributionType: last_touch` (else first touch).
     last_touch: bool,
-    limit: u64,
+    /// A cohort breakdown's membership condition per cohort, over the per-actor `actor`.
+    cohort_conditions: Vec<String>,
 }
 
 /// `funnelsFilter.funnelVizType`.
@@ -113,6 +120,8 @@ struct Funnel {
     interval: Interval,
     range: Range,
 }
+
+pub(crate) use persons::StepPersons;
 
 pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
     let funnel = parse::parse(node, ctx)?;

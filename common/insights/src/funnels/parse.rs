@@ -1,9 +1,10 @@
 //! Reading and checking a FunnelsQuery node into a [`Funnel`]: steps, exclusions, the
-//! conversion window, the view and its step range, the breakdown.
+//! conversion window, the view and its step range, the breakdown (read by [`crate::breakdown`]).
 
 use serde_json::{Map, Value};
 
-use super::{Breakdown, DEFAULT_BREAKDOWN_LIMIT, Exclusion, Funnel, MAX_STEPS, Order, Step, Viz};
+use super::{Breakdown, Exclusion, Funnel, MAX_STEPS, Order, Step, Viz};
+use crate::breakdown::{self, Insight};
 use crate::date_range::{self, Interval};
 use crate::{Context, Invalid, actions, filters, sql_text};
 
@@ -268,10 +269,12 @@ pub(super) fn parse(node: &Value, ctx: &Context) -> Result<Funnel, Invalid> {
         scope.push(properties);
     }
 
-    let breakdown = parse_breakdown(node, funnels_filter)?;
-    if viz == Viz::Trends && breakdown.is_some() {
+    let breakdown = parse_breakdown(node, funnels_filter, &actor, ctx)?;
+    if viz == Viz::Trends
+        && let Some(breakdown) = &breakdown
+    {
         return Err(Invalid::new(
-            "breakdownFilter.breakdown",
+            breakdown.by.attr,
             "Breakdowns of funnel trends are not supported yet: use the steps view.",
         ));
     }
@@ -395,52 +398,11 @@ fn parse_exclusions(
 fn parse_breakdown(
     node: &Value,
     funnels_filter: Option<&Map<String, Value>>,
+    actor: &str,
+    ctx: &Context,
 ) -> Result<Option<Breakdown>, Invalid> {
-    let filter = object(node.get("breakdownFilter"), "breakdownFilter")?;
-    if filter
-        .and_then(|map| map.get("breakdowns"))
-        .is_some_and(|value| value.as_array().is_some_and(|list| !list.is_empty()))
-    {
-        return Err(Invalid::new(
-            "breakdownFilter.breakdowns",
-            "Multiple breakdowns are not supported in funnels yet: use breakdown.",
-        ));
-    }
-    let (key, as_list) = match filter.and_then(|map| map.get("breakdown")) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(key)) => (key.clone(), false),
-        Some(Value::Array(keys)) => match keys.as_slice() {
-            [] => return Ok(None),
-            [Value::String(key)] => (key.clone(), true),
-            _ => {
-                return Err(Invalid::new(
-                    "breakdownFilter.breakdown",
-                    "Funnels break down by one property.",
-                ));
-            }
-        },
-        Some(_) => {
-            return Err(Invalid::new(
-                "breakdownFilter.breakdown",
-                "breakdown must be a property name.",
-            ));
-        }
-    };
-    let person = choice(
-        filter,
-        "breakdown_type",
-        "breakdownFilter.breakdown_type",
-        &[("event", false), ("person", true)],
-    )?;
-    let limit = match integer(filter, "breakdown_limit", "breakdownFilter.breakdown_limit")? {
-        None => DEFAULT_BREAKDOWN_LIMIT,
-        Some(limit) if limit > 0 => limit as u64,
-        Some(_) => {
-            return Err(Invalid::new(
-                "breakdownFilter.breakdown_limit",
-                "breakdown_limit must be positive.",
-            ));
-        }
+    let Some(by) = breakdown::parse(node, Insight::Funnels, ctx)? else {
+        return Ok(None);
     };
     let last_touch = choice(
         funnels_filter,
@@ -448,10 +410,22 @@ fn parse_breakdown(
         "funnelsFilter.breakdownAttributionType",
         &[("first_touch", false), ("last_touch", true)],
     )?;
+    let cohort_conditions = match by.cohorts() {
+        Some(_) if actor != "person_id" => {
+            return Err(Invalid::new(
+                "breakdownFilter.breakdown_type",
+                "Cohort breakdowns need persons as the funnel's actors: remove funnelAggregateByHogQL.",
+            ));
+        }
+        Some(cohorts) => cohorts
+            .iter()
+            .map(|cohort| cohort.condition("actor", ctx))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
+    };
     Ok(Some(Breakdown {
-        property: sql_text::property(&key, person),
-        as_list,
+        by,
         last_touch,
-        limit,
+        cohort_conditions,
     }))
 }

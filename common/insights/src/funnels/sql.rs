@@ -1,6 +1,7 @@
 //! The dialect text of the steps view: per actor the furthest step reached (the engine's
-//! `aggregateFunnel` over step and exclusion bit masks), then per step (and breakdown value) the
-//! actors and conversion times. The other views build on the per-actor query and the masks.
+//! `aggregateFunnel` over step and exclusion bit masks), then per step (and breakdown
+//! combination or cohort) the actors and conversion times. The other views, and the persons of
+//! a step ([`super::persons`]), build on the per-actor query and the masks.
 
 use super::{Funnel, Order};
 use crate::sql_text;
@@ -68,8 +69,10 @@ pub(super) fn event_conditions(funnel: &Funnel) -> String {
     conditions.join(" AND ")
 }
 
-/// The per-actor query: `reached`, `time_1`..`time_{n-1}` and, with a breakdown, `breakdown`.
-pub(super) fn actors_query(funnel: &Funnel) -> String {
+/// The per-actor query: `actor`, `reached`, `time_1`..`time_{n-1}`, with a property breakdown
+/// `breakdown` (the key of the actor's combination) and, with `event_count`, `event_count` (the
+/// actor's events that are a step). Only actors who reached the first step have a row.
+pub(super) fn actors_query(funnel: &Funnel, event_count: bool) -> String {
     let count = funnel.steps.len();
     let aggregate = format!(
         "aggregateFunnel({count}, {}, {}, timestamp, {}, {})",
@@ -78,31 +81,57 @@ pub(super) fn actors_query(funnel: &Funnel) -> String {
         step_mask(funnel),
         exclusion_mask(funnel)
     );
-    let breakdown = match &funnel.breakdown {
-        Some(breakdown) => {
+    let properties = funnel
+        .breakdown
+        .as_ref()
+        .and_then(|breakdown| breakdown.by.properties());
+    let breakdown = match (properties, &funnel.breakdown) {
+        (Some(properties), Some(breakdown)) => {
+            // The values of the first (last) event with any value; all '' when none has one.
             let pick = if breakdown.last_touch {
                 "argMaxIf"
             } else {
                 "argMinIf"
             };
+            let values = properties.funnel_values();
+            let present = values
+                .iter()
+                .map(|value| format!("{value} != ''"))
+                .collect::<Vec<_>>()
+                .join(" OR ");
+            let none = sql_text::string(&properties.encode(&vec![""; values.len()]));
             format!(
-                ", ifNull({pick}({property}, timestamp, isNotNull({property})), '') AS breakdown",
-                property = breakdown.property
+                ", ifNull({pick}({key}, timestamp, {present}), {none}) AS breakdown",
+                key = properties.key_sql(&values)
             )
         }
-        None => String::new(),
+        _ => String::new(),
+    };
+    let counted = if event_count {
+        let any_step: Vec<&str> = funnel
+            .steps
+            .iter()
+            .map(|step| step.condition.as_str())
+            .collect();
+        format!(", countIf({}) AS event_count", any_step.join(" OR "))
+    } else {
+        String::new()
     };
     let times: String = (1..count)
         .map(|step| format!(", arrayElement(funnel, {}) AS time_{step}", step + 1))
         .collect();
-    let carried_breakdown = if funnel.breakdown.is_some() {
-        ", breakdown"
-    } else {
-        ""
-    };
+    let carried = format!(
+        "{}{}",
+        if properties.is_some() {
+            ", breakdown"
+        } else {
+            ""
+        },
+        if event_count { ", event_count" } else { "" }
+    );
     format!(
-        "SELECT arrayElement(funnel, 1) AS reached{times}{carried_breakdown} FROM (\
-         SELECT {actor} AS actor, {aggregate} AS funnel{breakdown} FROM events WHERE {where_clause} GROUP BY actor\
+        "SELECT actor, arrayElement(funnel, 1) AS reached{times}{carried} FROM (\
+         SELECT {actor} AS actor, {aggregate} AS funnel{breakdown}{counted} FROM events WHERE {where_clause} GROUP BY actor\
          ) WHERE funnel IS NOT NULL",
         actor = funnel.actor,
         where_clause = event_conditions(funnel),
@@ -126,14 +155,35 @@ fn step_columns(count: usize) -> String {
 
 pub(super) fn steps_query(funnel: &Funnel) -> String {
     let count = funnel.steps.len();
-    let actors = actors_query(funnel);
+    let actors = actors_query(funnel, false);
     let columns = step_columns(count);
     let Some(breakdown) = &funnel.breakdown else {
         return format!("SELECT {columns} FROM ({actors}) LIMIT 1");
     };
+    let times: String = (1..count).map(|step| format!(", time_{step}")).collect();
+    if !breakdown.cohort_conditions.is_empty() {
+        // A bucket per cohort: its persons among the actors (the assembly orders them).
+        let parts: Vec<String> = breakdown
+            .cohort_conditions
+            .iter()
+            .enumerate()
+            .map(|(index, condition)| {
+                let filter = match condition.as_str() {
+                    "true" => String::new(),
+                    condition => format!(" WHERE {condition}"),
+                };
+                format!("SELECT {index} AS bucket, reached{times} FROM actors{filter}")
+            })
+            .collect();
+        return format!(
+            "WITH actors AS ({actors}) SELECT bucket, '' AS breakdown, {columns} FROM ({}) \
+             GROUP BY bucket ORDER BY bucket LIMIT {}",
+            parts.join(" UNION ALL "),
+            parts.len()
+        );
+    }
     // Rank the values by conversions (furthest step first, as PostHog orders them), then keep the
     // top `limit` and sum the rest into one bucket numbered `limit + 1`.
-    let times: String = (1..count).map(|step| format!(", time_{step}")).collect();
     let reached_per_value: String = (0..count)
         .map(|step| {
             format!(
@@ -145,7 +195,7 @@ pub(super) fn steps_query(funnel: &Funnel) -> String {
         .rev()
         .map(|step| format!("reached_{step} DESC, "))
         .collect();
-    let limit = breakdown.limit;
+    let limit = breakdown.by.limit;
     format!(
         "SELECT bucket, min(breakdown) AS breakdown, {columns} FROM (\
          SELECT reached{times}, breakdown, if(position <= {limit}, position, {other}) AS bucket FROM (\

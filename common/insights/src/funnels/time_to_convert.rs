@@ -31,7 +31,7 @@ fn auto_bin_count_sql(samples: &str) -> String {
 pub(super) fn compile_time_to_convert(funnel: &Funnel) -> Compiled {
     let mut whole = funnel.clone();
     whole.breakdown = None;
-    let actors = actors_query(&whole);
+    let actors = actors_query(&whole, false);
     let time: Vec<String> = (funnel.from_step + 1..=funnel.to_step)
         .map(|step| format!("time_{step}"))
         .collect();

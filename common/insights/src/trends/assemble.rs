@@ -1,5 +1,6 @@
 //! Shaping the series tables into PostHog's response: zero-filled buckets, breakdown order,
-//! multipliers, cumulative values, formulas, labels and the compare fields.
+//! multipliers, cumulative values, formulas, labels (a multiple breakdown's values joined by
+//! `::`, a cohort's name) and the compare fields.
 
 use std::collections::HashMap;
 
@@ -8,7 +9,8 @@ use chrono_tz::Tz;
 use serde_json::{Map, Number, Value, json};
 
 use super::sql::Layout;
-use super::{BREAKDOWN_NONE_LABEL, BREAKDOWN_NULL, BREAKDOWN_OTHER, Plan};
+use super::{BREAKDOWN_NONE_LABEL, Bucket, Plan};
+use crate::breakdown::{By, CohortChoice, NULL, OTHER};
 use crate::date_range::{self, Range};
 use crate::{Context, Invalid, Table};
 
@@ -42,7 +44,10 @@ impl Plan {
                 .enumerate()
                 .map(|(index, start)| (start.with_timezone(&Utc), index))
                 .collect();
-            for (series_index, series) in self.series.iter().enumerate() {
+            // One table per series, or per cohort and series (as `Plan::queries` lists them).
+            let cohorts = self.cohort_conditions.len().max(1);
+            let queries = (0..cohorts).flat_map(|_| self.series.iter().enumerate());
+            for (series_index, series) in queries {
                 let table = tables.next().unwrap_or_default();
                 let layout = self.layout(series);
                 let mut rows = read_series_table(
@@ -76,8 +81,14 @@ impl Plan {
                         integral: true,
                     });
                 }
-                sort_breakdown_rows(&mut rows);
-                for row in rows {
+                let mut rows: Vec<(Option<Bucket>, RawRow)> = rows
+                    .into_iter()
+                    .map(|row| (self.bucket_of(row.breakdown.as_deref()), row))
+                    .collect();
+                if self.cohort_conditions.is_empty() {
+                    sort_breakdown_rows(&mut rows);
+                }
+                for (breakdown, row) in rows {
                     let multiplier = series.math.multiplier;
                     let integral = row.integral && multiplier.is_none_or(|m| m.fract() == 0.0);
                     let mut values = row.values;
@@ -94,22 +105,42 @@ impl Plan {
                     results.push(SeriesResult {
                         series: series_index,
                         period: period_index,
-                        breakdown: row.breakdown,
+                        breakdown,
                         values,
                         integral,
                     });
                 }
             }
         }
-        let has_more = results
-            .iter()
-            .any(|result| result.breakdown.as_deref() == Some(BREAKDOWN_OTHER));
+        if self.cohorts_conjoined() {
+            // PostHog's one query per series: its cohorts by total, then by id as text.
+            let cohorts = self.breakdown.as_ref().and_then(|b| b.cohorts());
+            let id_text = |result: &SeriesResult| match (&result.breakdown, cohorts) {
+                (Some(Bucket::Cohort(index)), Some(cohorts)) => {
+                    cohorts.get(*index).map(|c| c.id().to_string())
+                }
+                _ => None,
+            };
+            results.sort_by(|a, b| {
+                (a.period, a.series)
+                    .cmp(&(b.period, b.series))
+                    .then_with(|| {
+                        b.values
+                            .iter()
+                            .sum::<f64>()
+                            .total_cmp(&a.values.iter().sum::<f64>())
+                    })
+                    .then_with(|| id_text(a).cmp(&id_text(b)))
+            });
+        }
+        let is_other = |result: &SeriesResult| matches!(&result.breakdown, Some(Bucket::Values(values)) if values.iter().any(|v| v == OTHER));
+        let has_more = results.iter().any(is_other);
         if self
             .breakdown
             .as_ref()
             .is_some_and(|breakdown| breakdown.hide_other)
         {
-            results.retain(|result| result.breakdown.as_deref() != Some(BREAKDOWN_OTHER));
+            results.retain(|result| !is_other(result));
         }
 
         let rendered = if self.formulas.is_empty() {
@@ -160,20 +191,63 @@ impl Plan {
         action.insert("days".into(), days_iso(buckets, &self.ctx));
         object.insert("action".into(), Value::Object(action));
         let mut label = series.label.clone();
-        if let Some(raw) = &result.breakdown {
-            let shown = breakdown_shown(raw);
-            if shown == BREAKDOWN_NONE_LABEL && values.iter().all(|value| *value == 0.0) {
+        if let Some(bucket) = &result.breakdown {
+            let (value, shown) = self.shown(bucket);
+            if value == BREAKDOWN_NONE_LABEL && values.iter().all(|value| *value == 0.0) {
                 return None;
             }
             label = if self.series.len() > 1 {
                 format!("{label} - {shown}")
             } else {
-                shown.clone()
+                shown
             };
-            object.insert("breakdown_value".into(), Value::String(shown));
+            object.insert("breakdown_value".into(), value);
         }
         object.insert("label".into(), Value::String(label));
         Some(Value::Object(object))
+    }
+
+    /// A breakdown cell (the key of a combination, or a cohort's index) as what it is for.
+    fn bucket_of(&self, cell: Option<&str>) -> Option<Bucket> {
+        let cell = cell?;
+        match &self.breakdown.as_ref()?.by {
+            By::Properties(properties) => Some(Bucket::Values(properties.decode(cell))),
+            By::Cohorts(_) => cell.parse().ok().map(Bucket::Cohort),
+        }
+    }
+
+    /// A result's `breakdown_value` and the text its label shows: a single breakdown's value
+    /// (`none` for a missing one), a multiple breakdown's list (joined by `::`), a cohort's id
+    /// (`all`) and name.
+    fn shown(&self, bucket: &Bucket) -> (Value, String) {
+        match (bucket, self.breakdown.as_ref().map(|b| &b.by)) {
+            (Bucket::Values(values), Some(By::Properties(properties))) if properties.listed => {
+                (json!(values), values.join("::"))
+            }
+            (Bucket::Values(values), _) => {
+                let one = values.first().map_or(BREAKDOWN_NONE_LABEL, |value| {
+                    if value == NULL {
+                        BREAKDOWN_NONE_LABEL
+                    } else {
+                        value
+                    }
+                });
+                (json!(one), one.to_string())
+            }
+            (Bucket::Cohort(index), Some(By::Cohorts(cohorts))) => match cohorts.get(*index) {
+                Some(CohortChoice::All) | None => (json!("all"), CohortChoice::All.name().into()),
+                Some(cohort) => (json!(cohort.id()), cohort.name().to_string()),
+            },
+            (Bucket::Cohort(index), _) => (json!(index), index.to_string()),
+        }
+    }
+
+    /// Two or more cohorts and no `all`: PostHog answers them in one query per series.
+    fn cohorts_conjoined(&self) -> bool {
+        self.breakdown
+            .as_ref()
+            .and_then(|b| b.cohorts())
+            .is_some_and(|cohorts| cohorts.len() > 1 && !cohorts.contains(&CohortChoice::All))
     }
 
     /// The fields every result of a period shares: labels, days, filter, compare fields.
@@ -226,7 +300,7 @@ impl Plan {
         let mut rendered = Vec::new();
         for formula in &self.formulas {
             for (period, (_, buckets)) in periods_buckets.iter().enumerate() {
-                let mut breakdowns: Vec<Option<&String>> = Vec::new();
+                let mut breakdowns: Vec<Option<&Bucket>> = Vec::new();
                 for result in results.iter().filter(|result| result.period == period) {
                     if !breakdowns.contains(&result.breakdown.as_ref()) {
                         breakdowns.push(result.breakdown.as_ref());
@@ -268,11 +342,8 @@ impl Plan {
                         self.count_of(&values)
                     };
                     object.insert("count".into(), float(count));
-                    if let Some(raw) = breakdown {
-                        object.insert(
-                            "breakdown_value".into(),
-                            Value::String(breakdown_shown(raw)),
-                        );
+                    if let Some(bucket) = breakdown {
+                        object.insert("breakdown_value".into(), self.shown(bucket).0);
                     }
                     let rank = if self.total_value {
                         values.iter().sum()
@@ -303,7 +374,7 @@ struct RawRow {
 struct SeriesResult {
     series: usize,
     period: usize,
-    breakdown: Option<String>,
+    breakdown: Option<Bucket>,
     values: Vec<f64>,
     integral: bool,
 }
@@ -334,7 +405,7 @@ fn read_series_table(
         let breakdown = if has_breakdown {
             Some(match cells.next() {
                 Some(Value::String(text)) => text.clone(),
-                Some(Value::Null) | None => BREAKDOWN_NULL.to_string(),
+                Some(Value::Null) | None => NULL.to_string(),
                 Some(other) => other.to_string(),
             })
         } else {
@@ -385,32 +456,25 @@ fn cell_number(cell: &Value, integral: &mut bool) -> f64 {
     }
 }
 
-/// PostHog's order: by total descending, then value; `none` after the values, "other" last.
-fn sort_breakdown_rows(rows: &mut [RawRow]) {
-    let class = |row: &RawRow| match row.breakdown.as_deref() {
-        Some(BREAKDOWN_OTHER) => 2,
-        Some(BREAKDOWN_NULL) => 1,
+/// PostHog's order: by total descending, then value; a missing value (any, with several
+/// breakdowns) after the others, "other" last.
+fn sort_breakdown_rows(rows: &mut [(Option<Bucket>, RawRow)]) {
+    let class = |bucket: &Option<Bucket>| match bucket {
+        Some(Bucket::Values(values)) if values.iter().any(|value| value == OTHER) => 2,
+        Some(Bucket::Values(values)) if values.iter().any(|value| value == NULL) => 1,
         _ => 0,
     };
-    rows.sort_by(|a, b| {
-        class(a)
-            .cmp(&class(b))
+    rows.sort_by(|(a_bucket, a), (b_bucket, b)| {
+        class(a_bucket)
+            .cmp(&class(b_bucket))
             .then_with(|| {
                 b.values
                     .iter()
                     .sum::<f64>()
                     .total_cmp(&a.values.iter().sum::<f64>())
             })
-            .then_with(|| a.breakdown.cmp(&b.breakdown))
+            .then_with(|| a_bucket.cmp(b_bucket))
     });
-}
-
-fn breakdown_shown(raw: &str) -> String {
-    if raw == BREAKDOWN_NULL {
-        BREAKDOWN_NONE_LABEL.to_string()
-    } else {
-        raw.to_string()
-    }
 }
 
 fn days_iso(buckets: &[DateTime<Tz>], ctx: &Context) -> Value {

@@ -6,9 +6,21 @@
 //! order PostHog lists results: every current series, then every previous one. With `dateRange`
 //! `all` a first query finds the earliest event, where the buckets start.
 //!
-//! Breakdowns keep the top `breakdown_limit` values (ranked by the sum of the per-bucket values,
-//! or by the total for total-value displays) and aggregate every other value together as
-//! `$$_posthog_breakdown_other_$$` in SQL, so non-additive math (dau, medians) stays exact.
+//! Property breakdowns ([`crate::breakdown`]: one property, or up to three whose values are a
+//! list, PostHog's multiple breakdowns) keep the top `breakdown_limit` combinations, ranked as
+//! PostHog ranks them: combinations with a missing value after the others, then by the sum of
+//! the per-bucket values (the total for total-value displays, without that demotion), then by
+//! value; every other combination is aggregated together as `$$_posthog_breakdown_other_$$`
+//! (one per breakdown) in SQL, so non-additive math (dau, medians) stays exact. A multiple
+//! breakdown's `breakdown_value` is the list of values (a missing one is
+//! `$$_posthog_breakdown_null_$$`), its label the values joined by `::`.
+//!
+//! A cohort breakdown runs each series once per cohort, its events those of the cohort's
+//! persons (every event for `all`): `breakdown_value` the cohort id (`all`), the label the
+//! cohort's name (`all users`), no result for a cohort without events, no "other". Results come
+//! cohort by cohort, as PostHog's runner gives them, except with two or more cohorts and no
+//! `all`, where PostHog answers one query per series (its `LEFTJOIN_CONJOINED` mode): then, per
+//! series, by total descending, then by id as text.
 //!
 //! [`compile`] reads the node into a `Plan` (`parse`), writes its queries (`sql`) and shapes
 //! their tables into the response (`assemble`); `formula` parses and evaluates formulas.
@@ -24,19 +36,15 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde_json::{Map, Value};
 
+use crate::breakdown::Breakdown;
 use crate::date_range::{Interval, Range};
 use crate::math::SeriesMath;
 use crate::{Compiled, Context, Invalid};
 
 use formula::Expression;
 
-/// The breakdown value of everything beyond the top `breakdown_limit` values.
-pub const BREAKDOWN_OTHER: &str = "$$_posthog_breakdown_other_$$";
-/// Empty or missing breakdown values, shown as `none`.
-const BREAKDOWN_NULL: &str = "$$_posthog_breakdown_null_$$";
+/// A single breakdown's empty or missing value is shown as `none`.
 const BREAKDOWN_NONE_LABEL: &str = "none";
-const DEFAULT_BREAKDOWN_LIMIT: u64 = 25;
-const MAX_BREAKDOWN_LIMIT: u64 = 1_000;
 /// Every query carries this LIMIT (the engine's maximum), never the default 100.
 const ROW_LIMIT: usize = 50_000;
 /// Weekly/monthly active users compute one column per bucket.
@@ -68,11 +76,13 @@ struct Series {
     action: Map<String, Value>,
 }
 
-struct Breakdown {
-    /// The value per event, never NULL (missing/empty values are [`BREAKDOWN_NULL`]).
-    value: String,
-    limit: u64,
-    hide_other: bool,
+/// What one result of a breakdown is for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Bucket {
+    /// A combination of property values, one per breakdown.
+    Values(Vec<String>),
+    /// The cohort at this index of the breakdown's cohorts.
+    Cohort(usize),
 }
 
 /// The current period, or the previous one when comparing.
@@ -98,6 +108,8 @@ struct Plan {
     /// The node's `properties` (`true` when none).
     node_condition: String,
     breakdown: Option<Breakdown>,
+    /// A cohort breakdown's membership condition per cohort (over the events' `person_id`).
+    cohort_conditions: Vec<String>,
     total_value: bool,
     cumulative: bool,
     formulas: Vec<Formula>,

@@ -1,17 +1,19 @@
-//! Reading and checking a TrendsQuery node into a [`Plan`]: the series, breakdown, periods
-//! (with the compared one), formulas and the legacy `filter` echoed in every result.
+//! Reading and checking a TrendsQuery node into a [`Plan`]: the series, breakdown (read by
+//! [`crate::breakdown`]), periods (with the compared one), formulas and the legacy `filter`
+//! echoed in every result.
 
 use serde_json::{Map, Value, json};
 
 use super::formula::Expression;
 use super::{
-    BREAKDOWN_NULL, Breakdown, CUMULATIVE_DISPLAY, DEFAULT_BREAKDOWN_LIMIT, Formula,
-    MAX_ACTIVE_USER_BUCKETS, MAX_BREAKDOWN_LIMIT, Period, Plan, Series, TOTAL_VALUE_DISPLAYS,
+    CUMULATIVE_DISPLAY, Formula, MAX_ACTIVE_USER_BUCKETS, Period, Plan, Series,
+    TOTAL_VALUE_DISPLAYS,
 };
+use crate::breakdown::{self, Insight};
 use crate::date_range::{self, Interval, Range};
 use crate::math::{self, Math};
 use crate::series::{self, EventSeries};
-use crate::{Context, Invalid, filters, sql_text};
+use crate::{Context, Invalid, filters};
 
 impl Plan {
     pub(super) fn parse(node: &Value, ctx: &Context) -> Result<Plan, Invalid> {
@@ -47,7 +49,14 @@ impl Plan {
         let total_value = TOTAL_VALUE_DISPLAYS.contains(&display);
         let cumulative = display == CUMULATIVE_DISPLAY;
         let formulas = parse_formulas(trends_filter, series.len())?;
-        let breakdown = parse_breakdown(object_field(node, "breakdownFilter")?, ctx)?;
+        let breakdown = breakdown::parse(node, Insight::Trends, ctx)?;
+        let cohort_conditions = breakdown
+            .as_ref()
+            .and_then(|breakdown| breakdown.cohorts())
+            .unwrap_or_default()
+            .iter()
+            .map(|cohort| cohort.events_condition(ctx))
+            .collect::<Result<Vec<_>, _>>()?;
 
         let has_active_users = series
             .iter()
@@ -115,6 +124,7 @@ impl Plan {
             periods,
             node_condition,
             breakdown,
+            cohort_conditions,
             total_value,
             cumulative,
             formulas,
@@ -191,74 +201,6 @@ fn parse_series(node: &Value, ctx: &Context) -> Result<Vec<Series>, Invalid> {
             })
         })
         .collect()
-}
-
-fn parse_breakdown(filter: Option<&Value>, ctx: &Context) -> Result<Option<Breakdown>, Invalid> {
-    let Some(filter) = filter else {
-        return Ok(None);
-    };
-    // The newer multi-breakdown list, when it holds a single breakdown, is the same thing.
-    let (property, kind, attr) = match (filter.get("breakdown"), filter.get("breakdowns")) {
-        (Some(property), _) if !property.is_null() => (
-            property,
-            filter.get("breakdown_type").and_then(Value::as_str),
-            "breakdownFilter.breakdown",
-        ),
-        (_, Some(Value::Array(list))) if list.len() == 1 => (
-            list[0].get("property").unwrap_or(&Value::Null),
-            list[0].get("type").and_then(Value::as_str),
-            "breakdownFilter.breakdowns[0].property",
-        ),
-        (_, Some(Value::Array(list))) if list.len() > 1 => {
-            return Err(Invalid::new(
-                "breakdownFilter.breakdowns",
-                "Only one breakdown at a time is supported.",
-            ));
-        }
-        _ => return Ok(None),
-    };
-    let Value::String(property) = property else {
-        return Err(Invalid::new(attr, "The breakdown must be a property name."));
-    };
-    let value = match kind.unwrap_or("event") {
-        "event" => sql_text::property(property, false),
-        "person" => sql_text::property(property, true),
-        "hogql" => {
-            (ctx.check_expression)(property).map_err(|problem| Invalid::new(attr, problem))?;
-            format!("toString(({property}))")
-        }
-        other => {
-            return Err(Invalid::new(
-                "breakdownFilter.breakdown_type",
-                format!("breakdown_type {other} is not supported: use event, person or hogql."),
-            ));
-        }
-    };
-    let limit = match filter.get("breakdown_limit") {
-        None | Some(Value::Null) => DEFAULT_BREAKDOWN_LIMIT,
-        Some(value) => match value.as_u64() {
-            Some(limit) if (1..=MAX_BREAKDOWN_LIMIT).contains(&limit) => limit,
-            _ => {
-                return Err(Invalid::new(
-                    "breakdownFilter.breakdown_limit",
-                    format!(
-                        "breakdown_limit must be a whole number from 1 to {MAX_BREAKDOWN_LIMIT}."
-                    ),
-                ));
-            }
-        },
-    };
-    Ok(Some(Breakdown {
-        value: format!(
-            "ifNull(nullIf({value}, ''), {})",
-            sql_text::string(BREAKDOWN_NULL)
-        ),
-        limit,
-        hide_other: filter
-            .get("breakdown_hide_other_aggregation")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    }))
 }
 
 /// `trendsFilter.formulaNodes` (or `formulas`, or the deprecated `formula`).

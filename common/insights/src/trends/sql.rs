@@ -1,9 +1,10 @@
 //! The dialect text of each series query: per bucket (or one total), with the breakdown's top
-//! values and "other" computed in SQL.
+//! combinations and "other" computed in SQL, or restricted to one cohort of a cohort breakdown.
 
 use chrono::{DateTime, Utc};
 
-use super::{BREAKDOWN_OTHER, Period, Plan, ROW_LIMIT, Series};
+use super::{Period, Plan, ROW_LIMIT, Series};
+use crate::breakdown::{NULL, OTHER};
 use crate::date_range;
 use crate::math::Math;
 use crate::sql_text;
@@ -26,8 +27,17 @@ impl Plan {
             queries.push("SELECT min(timestamp) AS earliest FROM events LIMIT 1".to_string());
         }
         for period in &self.periods {
-            for series in &self.series {
-                queries.push(self.series_query(series, period));
+            if self.cohort_conditions.is_empty() {
+                for series in &self.series {
+                    queries.push(self.series_query(series, period, None));
+                }
+                continue;
+            }
+            // PostHog's order: every series of the first cohort, then of the next.
+            for cohort in 0..self.cohort_conditions.len() {
+                for series in &self.series {
+                    queries.push(self.series_query(series, period, Some(cohort)));
+                }
             }
         }
         queries
@@ -44,7 +54,8 @@ impl Plan {
         }
     }
 
-    fn series_query(&self, series: &Series, period: &Period) -> String {
+    /// `cohort`: the index of the cohort (of a cohort breakdown) the query is restricted to.
+    fn series_query(&self, series: &Series, period: &Period, cohort: Option<usize>) -> String {
         let ctx = &self.ctx;
         let to = date_range::sql_datetime(period.range.to);
         let bucket = self.interval.bucket_sql("timestamp", ctx);
@@ -100,11 +111,15 @@ impl Plan {
                 ),
             ),
         };
+        let cohort_condition = cohort
+            .and_then(|index| self.cohort_conditions.get(index))
+            .map_or("true", String::as_str);
         let conditions = [
             lower_bound.as_str(),
             &format!("timestamp <= {to}"),
             &series.condition,
             &self.node_condition,
+            cohort_condition,
         ]
         .into_iter()
         .filter(|condition| *condition != "true")
@@ -112,7 +127,19 @@ impl Plan {
         .join(" AND ");
 
         let layout = self.layout(series);
-        let Some(breakdown) = &self.breakdown else {
+        if let Some(index) = cohort {
+            // One cohort: its rows carry its index as the breakdown value, and a cohort without
+            // events has none (PostHog gives no result for it).
+            return match layout {
+                Layout::BucketRows => format!(
+                    "SELECT {bucket} AS bucket, '{index}' AS breakdown_value, {values} FROM events WHERE {conditions} GROUP BY bucket, breakdown_value ORDER BY bucket LIMIT {ROW_LIMIT}"
+                ),
+                Layout::WideBuckets | Layout::Total => format!(
+                    "SELECT '{index}' AS breakdown_value, {values} FROM events WHERE {conditions} GROUP BY breakdown_value LIMIT 1"
+                ),
+            };
+        }
+        let Some(properties) = self.breakdown.as_ref().and_then(|b| b.properties()) else {
             return match layout {
                 Layout::BucketRows => format!(
                     "SELECT {bucket} AS bucket, {values} FROM events WHERE {conditions} GROUP BY bucket ORDER BY bucket LIMIT {ROW_LIMIT}"
@@ -122,20 +149,56 @@ impl Plan {
                 }
             };
         };
+        let limit = self.breakdown.as_ref().map_or(0, |b| b.limit);
 
-        let value = &breakdown.value;
-        let limit = breakdown.limit;
+        // The combination's key, and (with several breakdowns) each value as a column, which
+        // the ranking orders by: a missing value after the others (not for total values, as
+        // PostHog ranks those by their total alone), the total, then the values.
+        let elements = properties.trends_values();
+        let value = properties.key_sql(&elements);
+        let (element_columns, element_group, ordered) = if elements.len() == 1 {
+            (
+                String::new(),
+                String::new(),
+                vec!["breakdown_value".to_string()],
+            )
+        } else {
+            let names: Vec<String> = (1..=elements.len())
+                .map(|index| format!("breakdown_{index}"))
+                .collect();
+            (
+                elements
+                    .iter()
+                    .zip(&names)
+                    .map(|(element, name)| format!(", {element} AS {name}"))
+                    .collect(),
+                names.iter().map(|name| format!(", {name}")).collect(),
+                names,
+            )
+        };
+        let null = sql_text::string(NULL);
+        let has_null = format!(
+            "if({}, 1, 0)",
+            ordered
+                .iter()
+                .map(|name| format!("{name} = {null}"))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        );
+        let tie_break: String = ordered.iter().map(|name| format!(", {name} ASC")).collect();
+        let aggregate = series.math.math.aggregate();
         let top_values = match layout {
             Layout::BucketRows => format!(
-                "SELECT breakdown_value FROM (SELECT {value} AS breakdown_value, {bucket} AS bucket, {} AS value FROM events WHERE {conditions} GROUP BY breakdown_value, bucket) GROUP BY breakdown_value ORDER BY sum(value) DESC, breakdown_value ASC LIMIT {limit}",
-                series.math.math.aggregate()
+                "SELECT breakdown_value FROM (SELECT breakdown_value, {has_null} AS has_null, sum(value) AS total FROM (SELECT {value} AS breakdown_value{element_columns}, {bucket} AS bucket, {aggregate} AS value FROM events WHERE {conditions} GROUP BY breakdown_value{element_group}, bucket) GROUP BY breakdown_value{element_group} ORDER BY has_null ASC, total DESC{tie_break} LIMIT {limit})"
             ),
-            Layout::WideBuckets | Layout::Total => format!(
-                "SELECT {value} AS breakdown_value FROM events WHERE {conditions} GROUP BY breakdown_value ORDER BY {} DESC, breakdown_value ASC LIMIT {limit}",
-                series.math.math.aggregate()
+            Layout::WideBuckets => format!(
+                "SELECT breakdown_value FROM (SELECT breakdown_value, {has_null} AS has_null, total FROM (SELECT {value} AS breakdown_value{element_columns}, {aggregate} AS total FROM events WHERE {conditions} GROUP BY breakdown_value{element_group}) ORDER BY has_null ASC, total DESC{tie_break} LIMIT {limit})"
+            ),
+            Layout::Total => format!(
+                "SELECT breakdown_value FROM (SELECT {value} AS breakdown_value{element_columns}, {aggregate} AS total FROM events WHERE {conditions} GROUP BY breakdown_value{element_group} ORDER BY total DESC{tie_break} LIMIT {limit})"
             ),
         };
-        let other = sql_text::string(BREAKDOWN_OTHER);
+        let other = sql_text::string(&properties.encode(&vec![OTHER; elements.len()]));
         let (bucket_column, bucket_group) = match layout {
             Layout::BucketRows => (format!("{bucket} AS bucket, "), "bucket, "),
             Layout::WideBuckets | Layout::Total => (String::new(), ""),

@@ -77,9 +77,26 @@ fn invalid_nodes_name_the_field() {
     );
     assert_eq!(
         error_attr(node(
-            json!({"breakdownFilter": {"breakdown": "x", "breakdown_type": "cohort"}})
+            json!({"breakdownFilter": {"breakdown": "x", "breakdown_type": "group"}})
         )),
         "breakdownFilter.breakdown_type"
+    );
+    assert_eq!(
+        error_attr(node(
+            json!({"breakdownFilter": {"breakdown": "x", "breakdown_type": "cohort"}})
+        )),
+        "breakdownFilter.breakdown"
+    );
+    assert_eq!(
+        error_attr(node(json!({"breakdownFilter": {"breakdowns": [
+            {"property": "a"}, {"property": "b"}, {"property": "c"}, {"property": "d"}]}}))),
+        "breakdownFilter.breakdowns"
+    );
+    assert_eq!(
+        error_attr(node(
+            json!({"breakdownFilter": {"breakdown_type": "cohort", "breakdown": [12]}})
+        )),
+        "breakdownFilter.breakdown[0]"
     );
     assert_eq!(
         error_attr(node(
@@ -277,4 +294,225 @@ fn weekly_active_counts_trailing_windows() {
         )])
         .expect("assembles");
     assert_eq!(response["results"][0]["data"], json!([1, 2, 2]));
+}
+
+#[test]
+fn several_breakdowns_rank_combinations_and_show_lists() {
+    let compiled = compile(
+        &node(json!({
+            "series": [{"event": "$pageview", "math": "dau"}],
+            "breakdownFilter": {"breakdown_limit": 2, "breakdowns": [
+                {"property": "$browser"}, {"property": "plan", "type": "person"}]}
+        })),
+        &context(),
+    )
+    .expect("compiles");
+    let query = &compiled.queries[0];
+    assert!(
+        query.contains("concat(toString(length(ifNull(nullIf(properties['$browser'], ''), '$$_posthog_breakdown_null_$$'))), ':', "),
+        "{query}"
+    );
+    // Combinations with a missing value rank after the others, then by total, then by values.
+    assert!(
+        query.contains("if(breakdown_1 = '$$_posthog_breakdown_null_$$' OR breakdown_2 = '$$_posthog_breakdown_null_$$', 1, 0) AS has_null"),
+        "{query}"
+    );
+    assert!(
+        query.contains(
+            "ORDER BY has_null ASC, total DESC, breakdown_1 ASC, breakdown_2 ASC LIMIT 2"
+        ),
+        "{query}"
+    );
+    let other = "29:$$_posthog_breakdown_other_$$29:$$_posthog_breakdown_other_$$";
+    assert!(
+        query.contains(&format!("'{other}' AS breakdown_value")),
+        "{query}"
+    );
+
+    let day = |d: &str| json!(format!("2024-03-{d}T05:00:00+00:00"));
+    let missing = "$$_posthog_breakdown_null_$$";
+    let rows = vec![
+        vec![
+            day("09"),
+            json!(format!("6:Chrome{}:{missing}", missing.len())),
+            json!(9),
+        ],
+        vec![day("09"), json!("6:Chrome3:pro"), json!(2)],
+        vec![day("10"), json!("6:Safari4:free"), json!(3)],
+        vec![day("10"), json!(other), json!(4)],
+    ];
+    let response = compiled
+        .assemble(vec![table(&["bucket", "breakdown_value", "value"], rows)])
+        .expect("assembles");
+    let results = response["results"].as_array().expect("results");
+    let values: Vec<&Value> = results.iter().map(|r| &r["breakdown_value"]).collect();
+    assert_eq!(
+        values,
+        [
+            &json!(["Safari", "free"]),
+            &json!(["Chrome", "pro"]),
+            &json!(["Chrome", missing]),
+            &json!([
+                "$$_posthog_breakdown_other_$$",
+                "$$_posthog_breakdown_other_$$"
+            ]),
+        ]
+    );
+    assert_eq!(results[0]["label"], json!("Safari::free"));
+    assert_eq!(results[2]["label"], json!(format!("Chrome::{missing}")));
+    assert_eq!(results[2]["data"], json!([9, 0, 0]));
+    assert_eq!(response["hasMore"], json!(true));
+
+    // hide_other drops the other combination but still says there are more.
+    let hidden = compile(
+        &node(
+            json!({"breakdownFilter": {"breakdown_hide_other_aggregation": true, "breakdowns": [
+            {"property": "$browser"}, {"property": "$os"}]}}),
+        ),
+        &context(),
+    )
+    .expect("compiles")
+    .assemble(vec![table(
+        &["bucket", "breakdown_value", "value"],
+        vec![
+            vec![day("09"), json!("6:Chrome3:Mac"), json!(1)],
+            vec![day("09"), json!(other), json!(1)],
+        ],
+    )])
+    .expect("assembles");
+    assert_eq!(hidden["results"].as_array().map(Vec::len), Some(1));
+    assert_eq!(hidden["hasMore"], json!(true));
+}
+
+#[test]
+fn total_values_rank_by_total_alone() {
+    let compiled = compile(
+        &node(json!({"trendsFilter": {"display": "ActionsPie"},
+            "breakdownFilter": {"breakdowns": [{"property": "$browser"}, {"property": "$os"}]}})),
+        &context(),
+    )
+    .expect("compiles");
+    let query = &compiled.queries[0];
+    assert!(
+        query.contains("ORDER BY total DESC, breakdown_1 ASC, breakdown_2 ASC LIMIT 25"),
+        "{query}"
+    );
+    assert!(!query.contains("has_null"), "{query}");
+}
+
+fn cohort_node(extra: Value) -> Value {
+    let mut node = node(json!({"series": [
+        {"kind": "EventsNode", "event": "$pageview"},
+        {"kind": "EventsNode", "event": "signed_up", "math": "dau"}]}));
+    if let (Value::Object(node), Value::Object(extra)) = (&mut node, extra) {
+        node.extend(extra);
+    }
+    node
+}
+
+#[test]
+fn cohort_breakdowns_run_each_series_per_cohort() {
+    let ctx = crate::breakdown::tests::cohort_context();
+    let compiled = compile(
+        &cohort_node(
+            json!({"breakdownFilter": {"breakdown_type": "cohort", "breakdown": [1, "all", 2]}}),
+        ),
+        &ctx,
+    )
+    .expect("compiles");
+    assert_eq!(compiled.queries.len(), 6);
+    let member = crate::breakdown::tests::MEMBER;
+    assert!(
+        compiled.queries[0].contains(&format!("AND person_id IN ('{member}')")),
+        "{}",
+        compiled.queries[0]
+    );
+    assert!(compiled.queries[0].contains("'0' AS breakdown_value"));
+    assert!(!compiled.queries[2].contains("person_id IN"));
+    assert!(
+        compiled.queries[4].contains("person_id IN (SELECT id FROM persons WHERE"),
+        "{}",
+        compiled.queries[4]
+    );
+    assert!(compiled.queries[5].contains("'2' AS breakdown_value"));
+    assert!(
+        !compiled
+            .queries
+            .iter()
+            .any(|q| q.contains("$$_posthog_breakdown_other_$$"))
+    );
+
+    let day = |d: &str| json!(format!("2024-03-{d}T05:00:00+00:00"));
+    let one = |index: &str, n: i64| {
+        table(
+            &["bucket", "breakdown_value", "value"],
+            vec![vec![day("10"), json!(index), json!(n)]],
+        )
+    };
+    let none = table(&["bucket", "breakdown_value", "value"], vec![]);
+    let response = compiled
+        .assemble(vec![
+            one("0", 1),
+            none.clone(),
+            one("1", 5),
+            one("1", 3),
+            one("2", 2),
+            none,
+        ])
+        .expect("assembles");
+    let results = response["results"].as_array().expect("results");
+    let shown: Vec<(Value, Value)> = results
+        .iter()
+        .map(|r| (r["breakdown_value"].clone(), r["label"].clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (json!(1), json!("$pageview - Hand picked")),
+            (json!("all"), json!("$pageview - all users")),
+            (json!("all"), json!("signed_up - all users")),
+            (json!(2), json!("$pageview - Pro plan")),
+        ]
+    );
+    assert_eq!(results[1]["data"], json!([0, 5, 0]));
+    assert_eq!(response["hasMore"], json!(false));
+
+    // Two cohorts and no "all": per series, by total, as PostHog's conjoined query orders them.
+    let compiled = compile(
+        &node(json!({"breakdownFilter": {"breakdown_type": "cohort", "breakdown": [1, 2]}})),
+        &ctx,
+    )
+    .expect("compiles");
+    let response = compiled
+        .assemble(vec![one("0", 1), one("1", 4)])
+        .expect("assembles");
+    let values: Vec<&Value> = response["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| &r["breakdown_value"])
+        .collect();
+    assert_eq!(values, [&json!(2), &json!(1)]);
+    assert_eq!(response["results"][0]["label"], json!("Pro plan"));
+
+    // A single id, and an unknown or deleted one.
+    assert_eq!(
+        compile(
+            &node(json!({"breakdownFilter": {"breakdown_type": "cohort", "breakdown": 2}})),
+            &ctx
+        )
+        .expect("compiles")
+        .queries
+        .len(),
+        1
+    );
+    for breakdown in [json!(3), json!(77)] {
+        match compile(
+            &node(json!({"breakdownFilter": {"breakdown_type": "cohort", "breakdown": breakdown}})),
+            &ctx,
+        ) {
+            Ok(_) => panic!("compiled cohort {breakdown}"),
+            Err(invalid) => assert_eq!(invalid.attr, "breakdownFilter.breakdown"),
+        }
+    }
 }
