@@ -2,7 +2,8 @@
 //! minimal flags and `feature_flag_keys`, the internal targeting flag (its filters, its activity
 //! following launch, stop and archive), the targeting flag made from `targeting_flag_filters` as
 //! the flags API shows it, question ids, response sampling and recurrence, launch and stop
-//! refusals, and delete. Validation messages are in surveys_validation_api.rs.
+//! refusals, delete, and the actions the conditions name shown as they are now (API and SDK).
+//! Validation messages are in surveys_validation_api.rs.
 
 use api_tests::{World, error_shape};
 use axum::http::{Method, StatusCode};
@@ -220,9 +221,8 @@ async fn read_shape_internal_flag_launch_stop_and_question_ids() {
         );
         assert_eq!(
             created["conditions"],
-            json!({"url": "https://example.com", "urlMatchType": "icontains",
-                "actions": {"values": []}}),
-            "{name}: actions are injected on read"
+            json!({"url": "https://example.com", "urlMatchType": "icontains"}),
+            "{name}: no actions named, nothing injected"
         );
         assert_eq!(
             created["appearance"],
@@ -715,7 +715,7 @@ async fn linked_flag_is_shown_minimal_and_through_its_keys() {
         assert_eq!(survey["linked_flag"]["key"], "linked-mv", "{name}");
         assert_eq!(
             survey["conditions"],
-            json!({"linkedFlagVariant": "test", "actions": {"values": []}}),
+            json!({"linkedFlagVariant": "test"}),
             "{name}"
         );
         let read = retrieve(&world, &survey).await;
@@ -734,6 +734,123 @@ async fn linked_flag_is_shown_minimal_and_through_its_keys() {
         assert_eq!(
             flag(&world, &multivariate["id"]).await.0,
             StatusCode::OK,
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn conditions_show_the_actions_they_name_as_they_are_now() {
+    for world in World::all().await {
+        let name = world.name();
+        let actions_uri = format!("/api/projects/{}/actions/", world.bootstrap.project.id);
+        let mut ids = Vec::new();
+        for (action, event) in [("Signed up", "signed_up"), ("Bought", "bought")] {
+            let (status, created) = world
+                .send_json(
+                    Method::POST,
+                    &actions_uri,
+                    json!({"name": action, "steps": [{"event": event, "url": "/app",
+                        "url_matching": "contains"}]}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{name} {created}");
+            ids.push(created["id"].as_i64().unwrap());
+        }
+        // The frontend sends the actions it picked with their names; an unknown id is dropped.
+        let conditions = json!({"url": "/pricing", "actions": {"values": [
+            {"id": ids[1], "name": "Bought (as picked)"}, {"id": 999_999, "name": "gone"}]}});
+        let created = world
+            .create_survey(body("Buyers", json!({"conditions": conditions})))
+            .await;
+        let shown = |survey: &Value| -> Vec<(i64, String)> {
+            survey["conditions"]["actions"]["values"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name}: no actions in {survey}"))
+                .iter()
+                .map(|a| {
+                    (
+                        a["id"].as_i64().unwrap(),
+                        a["name"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        // The create answer and every read show ActionSerializer's action, not what was sent.
+        assert_eq!(shown(&created), [(ids[1], "Bought".to_owned())], "{name}");
+        assert_eq!(created["conditions"]["url"], "/pricing", "{name}");
+        let action = &created["conditions"]["actions"]["values"][0];
+        assert_eq!(action["steps"][0]["event"], "bought", "{name} {action}");
+        assert_eq!(action["steps"][0]["url_matching"], "contains", "{name}");
+        assert_eq!(action["deleted"], false, "{name}");
+        assert_eq!(
+            action["created_by"]["email"], world.bootstrap.user.email,
+            "{name}"
+        );
+        let read = retrieve(&world, &created).await;
+        assert_eq!(read["conditions"], created["conditions"], "{name}");
+        let (_, list) = world
+            .get(&world.surveys_uri(), Some(world.admin_key()))
+            .await;
+        assert_eq!(
+            list["results"][0]["conditions"], created["conditions"],
+            "{name}"
+        );
+
+        // Renamed since: shown renamed. Named anew by a PATCH: the new set.
+        let (status, _) = world
+            .send_json(
+                Method::PATCH,
+                &format!("{actions_uri}{}/", ids[1]),
+                json!({"name": "Purchased"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name}");
+        assert_eq!(
+            shown(&retrieve(&world, &created).await),
+            [(ids[1], "Purchased".to_owned())],
+            "{name}"
+        );
+        let patched = patch(
+            &world,
+            &created,
+            json!({"conditions": {"actions": {"values": [{"id": ids[1]}, {"id": ids[0]}]}}}),
+        )
+        .await;
+        assert_eq!(
+            shown(&patched),
+            [
+                (ids[0], "Signed up".to_owned()),
+                (ids[1], "Purchased".to_owned())
+            ],
+            "{name}"
+        );
+
+        // The SDK payload: `{id, name, steps}` only.
+        let (status, payload) = world
+            .get(
+                &format!("/api/surveys/?token={}", world.bootstrap.project.api_token),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {payload}");
+        let sdk = &payload["surveys"][0]["conditions"]["actions"]["values"];
+        assert_eq!(sdk.as_array().map(Vec::len), Some(2), "{name} {payload}");
+        assert_eq!(sorted_keys(&sdk[0]), ["id", "name", "steps"], "{name}");
+        assert_eq!(sdk[0]["name"], "Signed up", "{name}");
+        assert_eq!(sdk[1]["steps"][0]["event"], "bought", "{name}");
+        assert_eq!(sdk[1]["steps"][0]["url"], "/app", "{name}");
+
+        // Naming no action of the project leaves the conditions as sent.
+        let none = patch(
+            &world,
+            &created,
+            json!({"conditions": {"actions": {"values": [{"id": 999_999, "name": "gone"}]}}}),
+        )
+        .await;
+        assert_eq!(
+            none["conditions"],
+            json!({"actions": {"values": [{"id": 999_999, "name": "gone"}]}}),
             "{name}"
         );
     }

@@ -289,7 +289,7 @@ async fn duplicate_to_projects_copies_all_or_nothing() {
         }
         assert_eq!(
             copy["conditions"],
-            json!({"url": "https://example.com", "actions": {"values": []}}),
+            json!({"url": "https://example.com"}),
             "{name}: no linkedFlagVariant"
         );
         // Same questions, new ids.

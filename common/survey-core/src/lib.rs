@@ -5,6 +5,7 @@
 //! archive of responses, rendering (PostHog's API and SDK shapes) and the offline summarizer. It
 //! links no query engine: the SQL over events is built by `insights::surveys`.
 
+pub mod actions;
 pub mod archive;
 pub mod flags;
 pub mod html;

@@ -1,5 +1,5 @@
 //! A survey as stored (reference 1.1–1.3). Fields PostHog derives (`feature_flag_keys`, the
-//! minimal flags, `conditions.actions`) are computed when rendering.
+//! minimal flags, the actions `conditions.actions` names) are computed when rendering.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -130,7 +130,8 @@ pub struct Survey {
 
     #[serde(default)]
     pub questions: Vec<Question>,
-    /// Validated object (reference 1.3); `actions` is injected when rendering.
+    /// Validated object (reference 1.3), as sent; the actions `actions.values` names are shown
+    /// in its place when rendering.
     #[serde(default)]
     pub conditions: Option<Value>,
     #[serde(default)]

@@ -28,18 +28,19 @@ fn key(flag: Option<&FeatureFlag>) -> Value {
     flag.map_or(Value::Null, |flag| Value::String(flag.key.clone()))
 }
 
-/// The stored conditions with `actions` as PostHog injects them; no actions exist in this
-/// product, so the list is always empty.
-fn conditions(survey: &Survey) -> Value {
-    match &survey.conditions {
-        Some(Value::Object(map)) => {
-            let mut map = map.clone();
-            map.insert("actions".into(), json!({ "values": [] }));
-            Value::Object(map)
-        }
-        Some(other) => other.clone(),
-        None => Value::Null,
+/// The stored conditions, with `actions.values` replaced by the actions they name when they
+/// name any (rendered for the API or the SDK: [`crate::actions::Actions`]), as PostHog's
+/// `get_survey_conditions_with_actions`.
+fn conditions(survey: &Survey, actions: &[Value]) -> Value {
+    if actions.is_empty() {
+        return survey.conditions.clone().unwrap_or(Value::Null);
     }
+    let mut map = match &survey.conditions {
+        Some(Value::Object(map)) => map.clone(),
+        _ => Map::new(),
+    };
+    map.insert("actions".into(), json!({ "values": actions }));
+    Value::Object(map)
 }
 
 /// PostHog keeps the daily limits as JSON text in a JSON column, and DRF's JSONField shows
@@ -51,8 +52,14 @@ fn daily_limits(survey: &Survey) -> Value {
         .map_or(Value::Null, Value::String)
 }
 
-/// The fields both API serializers show.
-fn common(survey: &Survey, flags: &Flags<'_>, creator: Value) -> Map<String, Value> {
+/// The fields both API serializers show; `actions` are the survey's actions as the API shows
+/// them.
+fn common(
+    survey: &Survey,
+    flags: &Flags<'_>,
+    creator: Value,
+    actions: &[Value],
+) -> Map<String, Value> {
     let fields = json!({
         "id": survey.id,
         "name": survey.name,
@@ -63,7 +70,7 @@ fn common(survey: &Survey, flags: &Flags<'_>, creator: Value) -> Map<String, Val
         "targeting_flag": minimal(flags.targeting),
         "internal_targeting_flag": minimal(flags.internal_targeting),
         "questions": survey.questions,
-        "conditions": conditions(survey),
+        "conditions": conditions(survey, actions),
         "appearance": survey.appearance,
         "created_at": iso(survey.created_at),
         "created_by": creator,
@@ -96,9 +103,10 @@ fn common(survey: &Survey, flags: &Flags<'_>, creator: Value) -> Map<String, Val
     }
 }
 
-/// SurveySerializer (list and retrieve). `creator` is the UserBasic JSON (or null).
-pub fn survey(survey: &Survey, flags: &Flags<'_>, creator: Value) -> Value {
-    searched(survey, flags, creator, None)
+/// SurveySerializer (list and retrieve). `creator` is the UserBasic JSON (or null), `actions`
+/// the actions its conditions name ([`crate::actions::Actions::api`]).
+pub fn survey(survey: &Survey, flags: &Flags<'_>, creator: Value, actions: &[Value]) -> Value {
+    searched(survey, flags, creator, actions, None)
 }
 
 /// [`survey`] for a list filtered by `?search=`: how the survey matched (`exact`|`similar`).
@@ -106,9 +114,10 @@ pub fn searched(
     survey: &Survey,
     flags: &Flags<'_>,
     creator: Value,
+    actions: &[Value],
     match_type: Option<&str>,
 ) -> Value {
-    let mut map = common(survey, flags, creator);
+    let mut map = common(survey, flags, creator, actions);
     // `linked_flag_id` reads through the relation: a deleted flag shows as null.
     map.insert("linked_flag_id".into(), json!(flags.linked.map(|f| f.id)));
     map.insert("linked_insight_id".into(), json!(survey.linked_insight_id));
@@ -129,13 +138,16 @@ pub fn searched(
 
 /// The create/update serializer's answer: its write-only fields (`linked_flag_id`,
 /// `linked_insight_id`, `targeting_flag_id`, `targeting_flag_filters`, `remove_targeting_flag`)
-/// are never shown by DRF, and it has no `feature_flag_keys` or `user_access_level`.
-pub fn written(survey: &Survey, flags: &Flags<'_>, creator: Value) -> Value {
-    Value::Object(common(survey, flags, creator))
+/// are never shown by DRF, and it has no `feature_flag_keys` or `user_access_level`; its
+/// conditions show the actions as [`survey`]'s do.
+pub fn written(survey: &Survey, flags: &Flags<'_>, creator: Value, actions: &[Value]) -> Value {
+    Value::Object(common(survey, flags, creator, actions))
 }
 
-/// SurveyAPISerializer: what posthog-js reads (no description: customers keep notes there).
-pub fn sdk(survey: &Survey, flags: &Flags<'_>) -> Value {
+/// SurveyAPISerializer: what posthog-js reads (no description: customers keep notes there);
+/// `actions` are the actions its conditions name as the SDK reads them
+/// ([`crate::actions::Actions::sdk`]: `{id, name, steps}`).
+pub fn sdk(survey: &Survey, flags: &Flags<'_>, actions: &[Value]) -> Value {
     let mut map = match json!({
         "id": survey.id,
         "name": survey.name,
@@ -144,7 +156,7 @@ pub fn sdk(survey: &Survey, flags: &Flags<'_>) -> Value {
         "targeting_flag_key": key(flags.targeting),
         "internal_targeting_flag_key": key(flags.internal_targeting),
         "questions": survey.questions,
-        "conditions": conditions(survey),
+        "conditions": conditions(survey, actions),
         "appearance": survey.appearance,
         "start_date": iso_opt(survey.start_date),
         "end_date": iso_opt(survey.end_date),
@@ -231,7 +243,7 @@ mod tests {
             internal_targeting: Some(&internal),
             ..Default::default()
         };
-        let out = survey(&stored(), &flags, json!({"email": "a@b.c"}));
+        let out = survey(&stored(), &flags, json!({"email": "a@b.c"}), &[]);
         assert_eq!(out["type"], "popover");
         assert_eq!(out["linked_flag_id"], 7);
         assert_eq!(out["linked_flag"]["key"], "beta");
@@ -240,9 +252,16 @@ mod tests {
         assert_eq!(out["created_at"], "2025-01-01T00:00:00Z");
         assert_eq!(out["start_date"], "2025-01-10T12:00:00.250000Z");
         assert_eq!(out["created_by"]["email"], "a@b.c");
+        // No action of the project is named: the conditions as stored.
         assert_eq!(
             out["conditions"],
-            json!({"url": "/app", "actions": {"values": []}})
+            json!({"url": "/app", "actions": {"values": [{"id": 3}]}})
+        );
+        // The actions it names, as they are now, in their place.
+        let shown = [json!({"id": 3, "name": "Signed up", "steps": []})];
+        assert_eq!(
+            survey(&stored(), &flags, Value::Null, &shown)["conditions"],
+            json!({"url": "/app", "actions": {"values": shown}})
         );
         assert_eq!(
             out["feature_flag_keys"],
@@ -264,19 +283,20 @@ mod tests {
         assert!(out.get("headline_summary").is_none());
         assert!(out.get("question_summaries").is_none());
         assert_eq!(
-            searched(&stored(), &flags, Value::Null, Some("exact"))["search_match_type"],
+            searched(&stored(), &flags, Value::Null, &[], Some("exact"))["search_match_type"],
             "exact"
         );
         // A linked flag deleted since reads as no linked flag.
         assert_eq!(
-            survey(&stored(), &Flags::default(), Value::Null)["linked_flag_id"],
+            survey(&stored(), &Flags::default(), Value::Null, &[])["linked_flag_id"],
             Value::Null
         );
     }
 
     #[test]
     fn written_answer() {
-        let out = written(&stored(), &Flags::default(), Value::Null);
+        let shown = [json!({"id": 3, "name": "Signed up"})];
+        let out = written(&stored(), &Flags::default(), Value::Null, &shown);
         for absent in [
             "linked_flag_id",
             "linked_insight_id",
@@ -286,7 +306,8 @@ mod tests {
         ] {
             assert!(out.get(absent).is_none(), "{absent}");
         }
-        assert_eq!(out["conditions"]["actions"], json!({"values": []}));
+        assert_eq!(out["conditions"]["actions"], json!({"values": shown}));
+        assert_eq!(out["conditions"]["url"], "/app");
         assert_eq!(out["name"], "NPS");
     }
 
@@ -297,14 +318,21 @@ mod tests {
             targeting: Some(&targeting),
             ..Default::default()
         };
-        let out = sdk(&stored(), &flags);
+        let out = sdk(&stored(), &flags, &[]);
         assert!(out.get("description").is_none());
         assert_eq!(out["targeting_flag_key"], "survey-targeting-xyz");
         assert_eq!(out["linked_flag_key"], Value::Null);
         assert_eq!(out["translations"], json!({"fr": {"name": "NPS fr"}}));
         let mut plain = stored();
         plain.translations = Some(json!({"de": {"description": "only"}}));
-        assert!(sdk(&plain, &flags).get("translations").is_none());
+        assert!(sdk(&plain, &flags, &[]).get("translations").is_none());
+        let shown = [json!({"id": 3, "name": "Signed up", "steps": [{"event": "signup"}]})];
+        assert_eq!(
+            sdk(&stored(), &flags, &shown)["conditions"]["actions"],
+            json!({"values": shown})
+        );
+        plain.conditions = None;
+        assert_eq!(sdk(&plain, &flags, &[])["conditions"], Value::Null);
     }
 
     #[test]

@@ -81,11 +81,14 @@ pub async fn list(
                     .collect()
             }
         };
-    // One read of the project's flags and one per creator serve the whole page.
+    // One read of the project's flags, one per creator and one per named action serve the
+    // whole page.
     let live = feature_flags::repository::list_live(store, project.id).await?;
+    let page = pagination.window(&matches);
+    let actions = crate::shared::actions(store, project.id, page.iter().map(|(s, _)| s)).await?;
     let mut creators = std::collections::HashMap::new();
     let mut rendered = Vec::new();
-    for (survey, kind) in pagination.window(&matches) {
+    for (survey, kind) in page {
         let made_by = match creators.get(&survey.created_by) {
             Some(known) => Value::clone(known),
             None => {
@@ -98,6 +101,7 @@ pub async fn list(
             survey,
             &Owned::among(survey, &live),
             made_by,
+            &actions.api(survey),
             *kind,
         ));
     }

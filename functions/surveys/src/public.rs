@@ -8,6 +8,7 @@ use common::error::{ApiError, ApiResult};
 use common::project_tokens;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use survey_core::actions::Actions;
 use survey_core::flags::Owned;
 use survey_core::repository;
 
@@ -19,7 +20,8 @@ pub struct PublicParams {
     api_key: Option<String>,
 }
 
-/// Non-archived surveys with their flag keys and conditions; posthog-js decides which of them
+/// Non-archived surveys with their flag keys and conditions (the actions they name as
+/// `{id, name, steps}`, for posthog-js to match events against); posthog-js decides which of them
 /// run now (it reads `start_date` / `end_date` itself) and which the person may see (the flags).
 pub async fn surveys(
     State(state): State<AppState>,
@@ -37,9 +39,14 @@ pub async fn surveys(
         .await
         .map_err(ApiError::from)?;
     let live = flags.flags.flags();
+    // The actions their conditions name, as they are now: Store reads only for the surveys
+    // that name some.
+    let actions = Actions::load(store, team_id, &surveys).await?;
     let rendered: Vec<Value> = surveys
         .iter()
-        .map(|survey| survey_core::render::sdk(survey, &Owned::among(survey, live)))
+        .map(|survey| {
+            survey_core::render::sdk(survey, &Owned::among(survey, live), &actions.sdk(survey))
+        })
         .collect();
     Ok(axum::Json(json!({"surveys": rendered, "survey_config": null})).into_response())
 }

@@ -6,6 +6,7 @@ use common::models::{Scope, User};
 use common::store::Store;
 use serde_json::Value;
 use survey_core::Survey;
+use survey_core::actions::Actions;
 use survey_core::flags::Owned;
 use survey_core::repository::{self, Stored, WriteError};
 use uuid::Uuid;
@@ -59,23 +60,40 @@ pub async fn creator(store: &dyn Store, survey: &Survey) -> ApiResult<Value> {
         .map_or(Value::Null, feature_flags::render::user_basic))
 }
 
-/// SurveySerializer's JSON (list and retrieve), its flags and creator read from the Store.
+/// The actions some surveys' conditions name, with their creators, as the API shows them.
+pub async fn actions<'a>(
+    store: &dyn Store,
+    team_id: i64,
+    surveys: impl IntoIterator<Item = &'a Survey>,
+) -> ApiResult<Actions> {
+    Ok(Actions::load(store, team_id, surveys)
+        .await?
+        .with_creators(store)
+        .await?)
+}
+
+/// SurveySerializer's JSON (list and retrieve), its flags, creator and the actions its
+/// conditions name read from the Store.
 pub async fn render(store: &dyn Store, survey: &Survey) -> ApiResult<Value> {
     let owned = Owned::load(store, survey).await?;
+    let actions = actions(store, survey.team_id, [survey]).await?;
     Ok(survey_core::render::survey(
         survey,
         &owned.as_flags(),
         creator(store, survey).await?,
+        &actions.api(survey),
     ))
 }
 
 /// The create/update serializer's JSON.
 pub async fn render_written(store: &dyn Store, survey: &Survey) -> ApiResult<Value> {
     let owned = Owned::load(store, survey).await?;
+    let actions = actions(store, survey.team_id, [survey]).await?;
     Ok(survey_core::render::written(
         survey,
         &owned.as_flags(),
         creator(store, survey).await?,
+        &actions.api(survey),
     ))
 }
 
