@@ -1,9 +1,10 @@
 //! Dashboards (`/api/projects/:id/dashboards/`) on both backends: CRUD with PostHog's shapes,
 //! insight tiles placed through the insight's `dashboards` and removed through the dashboard's
 //! `tiles`, text tiles, filters checked on save, soft delete (with its insights) and restore,
-//! the activity log, scopes and tenancy, and a dashboard's filters laid over every tile when
-//! it refreshes: each tile's numbers equal the same node sent to `/query/` with the narrowed
-//! date range (and the added property filter).
+//! the activity log, scopes and tenancy, an insight on more dashboards than one Store
+//! transaction holds (placed, deleted and restored), and a dashboard's filters laid over every
+//! tile when it refreshes (concurrently): each tile's numbers equal the same node sent to
+//! `/query/` with the narrowed date range (and the added property filter).
 
 use api_tests::{World, error_shape};
 use axum::http::{Method, StatusCode};
@@ -576,5 +577,105 @@ async fn a_dashboards_filters_refresh_every_tile() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
         assert_eq!(error_shape(&answer).1.as_deref(), Some("refresh"));
         println!("a_dashboards_filters_refresh_every_tile passed on {name}");
+    }
+}
+
+/// More dashboards than one Store transaction (100 items) holds with the insight and its entry.
+const MANY: usize = 130;
+
+#[tokio::test]
+async fn an_insight_on_more_dashboards_than_one_transaction_holds() {
+    for world in World::all().await {
+        let name = world.name();
+        let boards = dashboards_uri(&world);
+        let insights = insights_uri(&world);
+        let mut ids = Vec::with_capacity(MANY);
+        for index in 0..MANY {
+            let board = created(&world, &boards, json!({"name": format!("Board {index}")})).await;
+            ids.push(board["id"].as_i64().unwrap());
+        }
+        // A new insight is one transaction: bounded, with a 400 that says what to do.
+        let (status, refused) = world
+            .send_json(
+                Method::POST,
+                &insights,
+                json!({"name": "Everywhere", "dashboards": ids}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {refused}");
+        assert_eq!(error_shape(&refused).1.as_deref(), Some("dashboards"));
+        let chart = created(&world, &insights, json!({"name": "Everywhere"})).await;
+        let chart_uri = uri_of(&insights, &chart);
+
+        // Placed on all of them by a PATCH (new tiles on each: several transactions).
+        let placed = ok(
+            &world,
+            Method::PATCH,
+            &chart_uri,
+            json!({"dashboards": ids}),
+        )
+        .await;
+        assert_eq!(placed["dashboards"], json!(ids), "{name}");
+        for id in [ids[0], ids[MANY / 2], ids[MANY - 1]] {
+            let (_, board) = read(&world, &format!("{boards}{id}/")).await;
+            assert_eq!(
+                tile_insights(&board),
+                [chart["id"].as_i64().unwrap()],
+                "{name}"
+            );
+        }
+        // Deleted: it leaves every dashboard, no 500.
+        let (status, gone) = world
+            .send_json(Method::PATCH, &chart_uri, json!({"deleted": true}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name} {gone}");
+        assert_eq!(gone["deleted"], true, "{name}");
+        assert_eq!(gone["dashboards"], json!([]), "{name}");
+        for id in &ids {
+            let (_, board) = read(&world, &format!("{boards}{id}/")).await;
+            assert!(tile_insights(&board).is_empty(), "{name} {id} {board}");
+        }
+        // (A deleted insight's own history is a 404: the scope's holds it.)
+        let chart_id = chart["id"].to_string();
+        let (_, log) = read(&world, &format!("{insights}activity/")).await;
+        let entries: Vec<&Value> = log["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} {log}"))
+            .iter()
+            .filter(|entry| entry["item_id"] == chart_id.as_str())
+            .collect();
+        let kinds: Vec<&str> = entries
+            .iter()
+            .map(|e| e["activity"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["deleted", "updated", "created"],
+            "{name}: logged once each"
+        );
+        let moved = entries[0]["detail"]["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|change| change["field"] == "dashboards")
+            .unwrap_or_else(|| panic!("{name}: {log}"));
+        assert_eq!(moved["before"], json!(ids), "{name}");
+        assert_eq!(moved["after"], json!([]), "{name}");
+
+        // Restored, then put back everywhere: its deleted tiles come back, no new ones.
+        ok(&world, Method::PATCH, &chart_uri, json!({"deleted": false})).await;
+        let back = ok(
+            &world,
+            Method::PATCH,
+            &chart_uri,
+            json!({"dashboards": ids}),
+        )
+        .await;
+        assert_eq!(back["dashboards"], json!(ids), "{name}");
+        assert_eq!(
+            back["dashboard_tiles"], placed["dashboard_tiles"],
+            "{name}: the same tile on each dashboard"
+        );
+        println!("an_insight_on_more_dashboards_than_one_transaction_holds passed on {name}");
     }
 }

@@ -1,6 +1,7 @@
 //! The repository on the in-memory Store: an insight placed on dashboards and moved (tiles
 //! added, reused and deleted in the same transaction as the insight), its activity naming the
-//! dashboards, short ids claimed, and a dashboard's delete and restore with its insights.
+//! dashboards, short ids claimed, and a dashboard's delete and restore with its insights, in
+//! parts when they are more than one transaction holds.
 
 use chrono::{TimeZone, Utc};
 use common::activity::{self, Actor};
@@ -99,10 +100,11 @@ async fn tiles_follow_an_insights_dashboards() {
         (vec![1, 2], vec![2])
     );
     let mut next = stored.insight.clone();
-    let ops = insights::plan_save(&stored, &mut next, &retiling, &actor, at(3)).unwrap();
-    commit(&store, ops.clone()).await.unwrap();
+    let writes = insights::plan_save(&stored, &mut next, &retiling, &actor, at(3)).unwrap();
+    assert!(!writes.is_split());
+    writes.clone().commit(&store).await.unwrap();
     // The same writes again find newer versions.
-    assert!(commit(&store, ops).await.is_err());
+    assert!(writes.commit(&store).await.is_err());
     let live = dashboards::list_live_stored(&store, TEAM).await.unwrap();
     assert!(!live[0].dashboard.shows(1) && live[1].dashboard.shows(1));
     let retiling = Retiling::plan(&store, TEAM, 1, Some(&[1, 2]), &live)
@@ -164,8 +166,8 @@ async fn deleting_a_dashboard_takes_the_insights_only_it_shows() {
     let cascaded = dashboards::delete(&gone, true, &shown_now, &others);
     assert_eq!(cascaded.len(), 1);
     assert_eq!(cascaded[0].1.name.as_deref(), Some("alone"));
-    let ops = dashboards::plan_save(&first, &mut gone, &cascaded, None, &actor, at(3)).unwrap();
-    commit(&store, ops).await.unwrap();
+    let writes = dashboards::plan_save(&first, &mut gone, &cascaded, None, &actor, at(3)).unwrap();
+    writes.commit(&store).await.unwrap();
     assert!(insights::get_live(&store, TEAM, 1).await.unwrap().is_none());
     assert!(insights::get_live(&store, TEAM, 2).await.unwrap().is_some());
 
@@ -181,12 +183,113 @@ async fn deleting_a_dashboard_takes_the_insights_only_it_shows() {
     back.deleted = false;
     let restored = dashboards::restore(&back, &shown);
     assert_eq!(restored.len(), 1);
-    let ops = dashboards::plan_save(&deleted, &mut back, &restored, None, &actor, at(4)).unwrap();
-    commit(&store, ops).await.unwrap();
+    let writes =
+        dashboards::plan_save(&deleted, &mut back, &restored, None, &actor, at(4)).unwrap();
+    writes.commit(&store).await.unwrap();
     assert!(insights::get_live(&store, TEAM, 1).await.unwrap().is_some());
     let history = activity::list(&store, TEAM, dashboards::SCOPE, Some("1"))
         .await
         .unwrap();
     let kinds: Vec<&str> = history.iter().map(|e| e.activity.as_str()).collect();
     assert_eq!(kinds, ["restored", "deleted", "created"]);
+}
+
+/// Every insight of the project as read, deleted ones included.
+async fn every_insight(store: &dyn common::store::Store) -> Vec<insights::Stored> {
+    let mut found = Vec::new();
+    for insight in insights::list_all(store, TEAM).await.unwrap() {
+        found.push(
+            insights::get(store, TEAM, insight.id)
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    found
+}
+
+/// More items than one transaction holds: a dashboard deleted with 120 insights only it shows,
+/// then restored with them, each write committed in parts and logged once.
+#[tokio::test]
+async fn a_dashboard_with_more_insights_than_one_transaction_holds() {
+    const MANY: usize = 120;
+    let store = common::testing::memory_store();
+    let actor = Actor::system();
+    let mut board = dashboard("big");
+    let ops = dashboards::plan_create(&store, &mut board, &actor, at(1))
+        .await
+        .unwrap();
+    commit(&store, ops).await.unwrap();
+    for index in 0..MANY {
+        let live = dashboards::list_live_stored(&store, TEAM).await.unwrap();
+        let mut chart = insight(&format!("chart {index}"));
+        let ops = insights::plan_create(&store, &mut chart, &[board.id], &live, &actor, at(2))
+            .await
+            .unwrap();
+        commit(&store, ops).await.unwrap();
+    }
+
+    let first = dashboards::get(&store, TEAM, board.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut gone = first.dashboard.clone();
+    gone.deleted = true;
+    let cascaded = dashboards::delete(&gone, true, &every_insight(&store).await, &[]);
+    assert_eq!(cascaded.len(), MANY);
+    let writes = dashboards::plan_save(&first, &mut gone, &cascaded, None, &actor, at(3)).unwrap();
+    assert!(writes.is_split());
+    writes.commit(&store).await.unwrap();
+    assert!(insights::list_live(&store, TEAM).await.unwrap().is_empty());
+
+    let deleted = dashboards::get(&store, TEAM, board.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut back = deleted.dashboard.clone();
+    back.deleted = false;
+    let restored = dashboards::restore(&back, &every_insight(&store).await);
+    let writes =
+        dashboards::plan_save(&deleted, &mut back, &restored, None, &actor, at(4)).unwrap();
+    writes.commit(&store).await.unwrap();
+    assert_eq!(insights::list_live(&store, TEAM).await.unwrap().len(), MANY);
+    let history = activity::list(&store, TEAM, dashboards::SCOPE, Some(&board.id.to_string()))
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = history.iter().map(|e| e.activity.as_str()).collect();
+    assert_eq!(kinds, ["restored", "deleted", "created"]);
+
+    // A part that loses a race answers `Raced` with the parts before it committed, and planning
+    // again finds only what is left to move.
+    let stale = dashboards::get(&store, TEAM, board.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut again = stale.dashboard.clone();
+    again.deleted = true;
+    let cascaded = dashboards::delete(&again, true, &every_insight(&store).await, &[]);
+    let writes = dashboards::plan_save(&stale, &mut again, &cascaded, None, &actor, at(5)).unwrap();
+    // Someone renames the dashboard meanwhile: the last part (the dashboard) loses.
+    let mut renamed = stale.dashboard.clone();
+    renamed.name = Some("renamed".into());
+    let ops = dashboards::plan_save(&stale, &mut renamed, &[], None, &actor, at(5)).unwrap();
+    ops.commit(&store).await.unwrap();
+    assert!(matches!(
+        writes.commit(&store).await,
+        Err(dashboard_core::repository::WriteError::Raced)
+    ));
+    let left = insights::list_live(&store, TEAM).await.unwrap().len();
+    assert!(left < MANY, "the parts ahead committed: {left} left");
+    let current = dashboards::get(&store, TEAM, board.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut retry = current.dashboard.clone();
+    retry.deleted = true;
+    let cascaded = dashboards::delete(&retry, true, &every_insight(&store).await, &[]);
+    assert_eq!(cascaded.len(), left);
+    let writes =
+        dashboards::plan_save(&current, &mut retry, &cascaded, None, &actor, at(6)).unwrap();
+    writes.commit(&store).await.unwrap();
+    assert!(insights::list_live(&store, TEAM).await.unwrap().is_empty());
 }

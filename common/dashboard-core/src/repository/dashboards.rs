@@ -6,7 +6,7 @@ use common::activity::{self, Actor};
 use common::repository::{self as entities, Entity, put_over, team_pk};
 use common::store::{self, Store, StoreError, WriteOp};
 
-use super::{DASHBOARD_COUNTER, RESTORED, insights};
+use super::{DASHBOARD_COUNTER, RESTORED, Writes, insights};
 use crate::model::{Dashboard, Insight};
 
 /// The activity log's scope (PostHog's model name).
@@ -54,7 +54,8 @@ pub async fn plan_create(
 
 /// The writes that replace `before` by `after`, logged `deleted`, `restored` or `updated`,
 /// with `insights` (each as read and as it is to be written: deleted or restored with the
-/// dashboard) and `counter` (the claim of new tiles' ids).
+/// dashboard, ahead of it when they are too many for one transaction) and `counter` (the
+/// claim of new text tiles' ids, with the dashboard).
 pub fn plan_save(
     before: &Stored,
     after: &mut Dashboard,
@@ -62,14 +63,14 @@ pub fn plan_save(
     counter: Option<WriteOp>,
     actor: &Actor,
     at: DateTime<Utc>,
-) -> Result<Vec<WriteOp>, StoreError> {
+) -> Result<Writes, StoreError> {
     let old = &before.dashboard;
     let kind = match (old.deleted, after.deleted) {
         (false, true) => activity::DELETED,
         (true, false) => RESTORED,
         _ => activity::UPDATED,
     };
-    let mut ops = entities::plan_save(
+    let mut last = entities::plan_save(
         old.team_id,
         old,
         before.item_version,
@@ -78,11 +79,12 @@ pub fn plan_save(
         actor,
         at,
     )?;
-    ops.extend(counter);
-    for (stored, insight) in insights {
-        ops.push(put_over(insight, stored.item_version)?);
-    }
-    Ok(ops)
+    last.extend(counter);
+    let ahead = insights
+        .iter()
+        .map(|(stored, insight)| put_over(insight, stored.item_version))
+        .collect::<Result<_, _>>()?;
+    Ok(Writes { ahead, last })
 }
 
 /// What deleting `dashboard` does besides hiding it and its tiles: with `delete_insights`,

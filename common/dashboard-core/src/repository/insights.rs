@@ -9,7 +9,7 @@ use common::repository::{
 use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 
-use super::{INSIGHT_COUNTER, RESTORED, Retiling, with_dashboards};
+use super::{INSIGHT_COUNTER, RESTORED, Retiling, Writes, with_dashboards};
 use crate::model::Insight;
 
 /// The activity log's scope (PostHog's model name).
@@ -110,15 +110,16 @@ pub async fn plan_create(
     Ok(ops)
 }
 
-/// The writes that replace `before` by `after` (its tiles moved by `retiling`), logged
-/// `deleted`, `restored` or `updated`: bumps `version` and `updated_at`.
+/// The writes that replace `before` by `after` (its tiles moved by `retiling`, ahead of it
+/// when they are too many for one transaction), logged `deleted`, `restored` or `updated`:
+/// bumps `version` and `updated_at`.
 pub fn plan_save(
     before: &Stored,
     after: &mut Insight,
     retiling: &Retiling,
     actor: &Actor,
     at: DateTime<Utc>,
-) -> Result<Vec<WriteOp>, StoreError> {
+) -> Result<Writes, StoreError> {
     let old = &before.insight;
     after.set_stamps(Stamps {
         version: old.version + 1,
@@ -132,10 +133,11 @@ pub fn plan_save(
     };
     let before_value = with_dashboards(encode(old)?, &retiling.before);
     let after_value = with_dashboards(encode(after)?, &retiling.after);
-    let mut ops = vec![
-        put_over(after, before.item_version)?,
-        entry_op(after, actor, kind, Some(&before_value), &after_value, at)?,
-    ];
-    ops.extend(retiling.ops()?);
-    Ok(ops)
+    Ok(Writes {
+        ahead: retiling.ops()?,
+        last: vec![
+            put_over(after, before.item_version)?,
+            entry_op(after, actor, kind, Some(&before_value), &after_value, at)?,
+        ],
+    })
 }

@@ -7,7 +7,8 @@
 //! Tiles live in their dashboard, so an insight's `dashboards` are read off the dashboards and
 //! can never disagree with them. A change that moves tiles (an insight's `dashboards`, its
 //! deletion, a dashboard's deletion with its insights) writes every item it touches under the
-//! version that was read, with its activity entry, in one transaction.
+//! version that was read, with its activity entry, in one transaction when they fit in one
+//! ([`MAX_TRANSACTION_ITEMS`]); past that, in several ([`Writes`]).
 
 pub mod dashboards;
 pub mod insights;
@@ -23,7 +24,8 @@ pub const DASHBOARD_COUNTER: &str = "COUNTER#DASHBOARD";
 pub const TILE_COUNTER: &str = "COUNTER#TILE";
 /// PostHog's activity for a soft-deleted item brought back.
 pub const RESTORED: &str = "restored";
-/// Dashboards one write may retile: each is one item of the transaction.
+/// Dashboards a new insight may be placed on: its creation is one transaction (its tiles must
+/// never name an insight id that was not taken), each dashboard one item of it.
 pub const MAX_DASHBOARDS_PER_WRITE: usize = MAX_TRANSACTION_ITEMS - 10;
 
 /// Why a planned write did not happen.
@@ -41,6 +43,52 @@ pub async fn commit(store: &dyn Store, ops: Vec<WriteOp>) -> Result<(), WriteErr
     match entities::commit(store, ops).await? {
         true => Ok(()),
         false => Err(WriteError::Raced),
+    }
+}
+
+/// The writes of a change to an existing item that may move more items than one transaction
+/// holds (an insight on many dashboards, a dashboard with many insights).
+///
+/// `last` is the item the change is about (under the version read) with its activity entry:
+/// it is committed last, so the change is logged once and a lost race on the item itself
+/// moves nothing more. `ahead` are the other items it moves, each under the version read and
+/// each valid on its own: an insight's tile on one dashboard, an insight deleted or restored
+/// with its dashboard (any subset of them leaves a state the API can show). When everything
+/// fits in one transaction it is one; otherwise `ahead` goes first, in transactions of its
+/// own in order (so a tile-id claim at its front commits with the first of them), and what
+/// fits beside `last` goes with it. A transaction that loses a race answers
+/// [`WriteError::Raced`] with the ones before it committed: read again and plan again, and
+/// the moves already made are no longer to make.
+#[derive(Debug, Clone, Default)]
+pub struct Writes {
+    pub ahead: Vec<WriteOp>,
+    pub last: Vec<WriteOp>,
+}
+
+impl Writes {
+    /// How many writes in all.
+    pub fn len(&self) -> usize {
+        self.ahead.len() + self.last.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether it is committed in more than one transaction.
+    pub fn is_split(&self) -> bool {
+        self.len() > MAX_TRANSACTION_ITEMS
+    }
+
+    /// Commits the writes, in one transaction when they fit.
+    pub async fn commit(self, store: &dyn Store) -> Result<(), WriteError> {
+        let Writes { mut ahead, last } = self;
+        let room = MAX_TRANSACTION_ITEMS.saturating_sub(last.len());
+        let beside = ahead.split_off(ahead.len().saturating_sub(room));
+        for part in ahead.chunks(MAX_TRANSACTION_ITEMS) {
+            commit(store, part.to_vec()).await?;
+        }
+        commit(store, [beside, last].concat()).await
     }
 }
 

@@ -1,6 +1,6 @@
 //! `/api/projects/:project_id/dashboards/`: CRUD of dashboards and their tiles. A read renders
 //! every tile, each insight tile answered with the dashboard's filters laid over its node in
-//! the `refresh` mode asked (cache only by default).
+//! the `refresh` mode asked (cache only by default), a few tiles at a time.
 
 mod body;
 
@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use body::DashboardBody;
 
-use crate::insights::outcome;
+use crate::insights::outcomes;
 use crate::refresh::{self, Refresh};
 use crate::render::{self, Users};
 
@@ -72,6 +72,12 @@ async fn render_full(
         .chain([dashboard.created_by])
         .collect();
     let users = Users::load(store, uuids).await?;
+    // The insight tiles answer concurrently (a few at a time), then render in tile order.
+    let answered: Vec<&Insight> = shown.iter().flatten().collect();
+    let filters = Some(&dashboard.filters);
+    let mut outcomes = outcomes(state, auth, project, &answered, filters, refresh)
+        .await?
+        .into_iter();
     let mut tiles = Vec::with_capacity(ordered.len());
     for (tile, insight) in ordered.into_iter().zip(&shown) {
         // A tile of a deleted insight is not shown (PostHog's tile queryset).
@@ -80,16 +86,7 @@ async fn render_full(
         }
         let rendered = match insight {
             Some(insight) => {
-                let outcome = outcome(
-                    state,
-                    auth,
-                    project,
-                    insight,
-                    Some(&dashboard.filters),
-                    refresh,
-                    true,
-                )
-                .await?;
+                let outcome = outcomes.next().unwrap_or_default();
                 let showing: Vec<&Dashboard> = all.iter().filter(|d| d.shows(insight.id)).collect();
                 Some(render::insight(
                     insight,
@@ -291,8 +288,8 @@ pub async fn update(
             }
             _ => Vec::new(),
         };
-        let ops = dashboards::plan_save(&stored, &mut next, &cascaded, counter, &actor, at)?;
-        match commit(store, ops).await {
+        let writes = dashboards::plan_save(&stored, &mut next, &cascaded, counter, &actor, at)?;
+        match writes.commit(store).await {
             Ok(()) => {
                 let answer =
                     render_full(&state, &auth, &project, &next, Refresh::CacheOnly).await?;

@@ -98,7 +98,8 @@ pub struct InsightBody {
     _create_in_folder: Option<IgnoredAny>,
 }
 
-/// Dashboards one insight may be placed on in one request (each is an item of the write).
+/// Dashboards a new insight may be placed on (its creation is one transaction); a PATCH places
+/// an existing one on any number.
 const MAX_DASHBOARDS: usize = dashboard_core::repository::MAX_DASHBOARDS_PER_WRITE;
 
 impl InsightBody {
@@ -126,15 +127,21 @@ impl InsightBody {
                 ));
             }
         }
-        if let Some(dashboards) = &self.dashboards
-            && dashboards.len() > MAX_DASHBOARDS
-        {
-            return Err(ApiError::validation(
-                "dashboards",
-                format!("An insight can be put on at most {MAX_DASHBOARDS} dashboards at once."),
-            ));
-        }
         Ok(())
+    }
+
+    /// The bound on a new insight's `dashboards`.
+    pub fn check_new_dashboards(&self) -> Result<(), ApiError> {
+        match &self.dashboards {
+            Some(dashboards) if dashboards.len() > MAX_DASHBOARDS => Err(ApiError::validation(
+                "dashboards",
+                format!(
+                    "A new insight can be put on at most {MAX_DASHBOARDS} dashboards; add it to \
+                     more with a PATCH once it exists."
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A new insight from this body (its query already prepared).

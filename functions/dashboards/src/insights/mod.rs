@@ -1,6 +1,7 @@
 //! `/api/projects/:project_id/insights/`: CRUD of saved insights. Every write is one Store
-//! transaction with the dashboards whose tiles it moves and its activity entry; a read
-//! answers the insight's `result` in the `refresh` mode asked (cache only by default).
+//! transaction with the dashboards whose tiles it moves and its activity entry (an update that
+//! moves more than one transaction holds goes in parts: `dashboard_core::repository::Writes`);
+//! a read answers the insight's `result` in the `refresh` mode asked (cache only by default).
 
 mod body;
 
@@ -20,6 +21,7 @@ use dashboard_core::repository::dashboards::{self, list_live_stored};
 use dashboard_core::repository::insights;
 use dashboard_core::repository::{Retiling, WriteError, commit};
 use dashboard_core::{Dashboard, DashboardFilters, Insight};
+use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -118,6 +120,31 @@ pub async fn outcome(
         true => refresh::tile_answer(state, auth, project, &runnable, refresh).await,
         false => refresh::answer(state, auth, project, &runnable, refresh).await,
     }
+}
+
+/// Insights one read answers at once (a dashboard's tiles, a page of the list): at most this
+/// many, and never more than the project's query slots, so that refreshing a dashboard does not
+/// refuse itself with a 429 and leaves room for other queries sooner.
+const CONCURRENT_OUTCOMES: usize = 4;
+
+/// [`outcome`] of each insight, leniently (a failing node answers a failed status), a few at a
+/// time, in the order given.
+pub async fn outcomes(
+    state: &AppState,
+    auth: &Authenticated,
+    project: &Project,
+    insights: &[&Insight],
+    filters: Option<&DashboardFilters>,
+    refresh: Refresh,
+) -> ApiResult<Vec<Outcome>> {
+    let at_once = CONCURRENT_OUTCOMES.min(state.config.query.concurrency.max(1));
+    // Made up front (each does nothing until polled): a closure in `StreamExt::map` would
+    // leave the handler's future short of `Send` for every lifetime.
+    let pending: Vec<_> = insights
+        .iter()
+        .map(|insight| outcome(state, auth, project, insight, filters, refresh, true))
+        .collect();
+    stream::iter(pending).buffered(at_once).try_collect().await
 }
 
 /// One insight rendered with its dashboards and answer.
@@ -268,20 +295,23 @@ pub async fn list(
     sort(&mut found, params.order.as_deref())?;
     let shown: Vec<&Insight> = pagination.window(&found).iter().collect();
     let users = Users::of_insights(store, &shown).await?;
-    let mut rendered = Vec::with_capacity(shown.len());
-    for insight in shown {
-        let outcome = match basic {
-            true => Outcome::default(),
-            false => outcome(&state, &auth, &project, insight, None, refresh, true).await?,
-        };
-        rendered.push(render::insight(
-            insight,
-            &showing(insight, &dashboards),
-            &outcome,
-            &users,
-            &project.timezone,
-        ));
-    }
+    let outcomes = match basic {
+        true => shown.iter().map(|_| Outcome::default()).collect(),
+        false => outcomes(&state, &auth, &project, &shown, None, refresh).await?,
+    };
+    let rendered: Vec<Value> = shown
+        .iter()
+        .zip(&outcomes)
+        .map(|(insight, outcome)| {
+            render::insight(
+                insight,
+                &showing(insight, &dashboards),
+                outcome,
+                &users,
+                &project.timezone,
+            )
+        })
+        .collect();
     Ok(axum::Json(pagination.page_of(found.len(), &rendered)).into_response())
 }
 
@@ -296,6 +326,7 @@ pub async fn create(
     let store = state.store.as_ref();
     let project = auth.project(store, &project, INSIGHT_WRITE).await?;
     body.check()?;
+    body.check_new_dashboards()?;
     let query = prepared_query(&state, &project, &body.query)
         .await?
         .flatten();
@@ -390,6 +421,9 @@ pub async fn update(
     let actor = Actor::user(&auth.user);
     // Only a restore may name a deleted insight (PostHog's queryset for `deleted: false`).
     let restoring = body.deleted == Some(false);
+    // The dashboards it was on when a write too large for one transaction began: a later try
+    // (after a lost race) reads some of them moved already, and the log names them all.
+    let mut began_on: Option<Vec<i64>> = None;
     for attempt in 0..WRITE_ATTEMPTS {
         common::repository::pause_before(attempt).await;
         let stored = insights::get(store, project.id, id)
@@ -407,9 +441,15 @@ pub async fn update(
             true => Some(&[][..]),
             false => body.dashboards.as_deref(),
         };
-        let retiling = Retiling::plan(store, project.id, id, wanted, &live).await?;
-        let ops = insights::plan_save(&stored, &mut next, &retiling, &actor, at)?;
-        match commit(store, ops).await {
+        let mut retiling = Retiling::plan(store, project.id, id, wanted, &live).await?;
+        if let Some(before) = &began_on {
+            retiling.before = before.clone();
+        }
+        let writes = insights::plan_save(&stored, &mut next, &retiling, &actor, at)?;
+        if writes.is_split() {
+            began_on.get_or_insert_with(|| retiling.before.clone());
+        }
+        match writes.commit(store).await {
             Ok(()) => {
                 let outcome = outcome(
                     &state,
