@@ -1,7 +1,8 @@
 //! The persons API on both backends, over persons made by real ingestion (capture, then the
 //! committer): list with search, e-mail, distinct id, uuid and property filters in cursor pages,
-//! retrieve, `$set`/`$unset` edits, delete and bulk delete, the deletion of a deleted person's
-//! events by compaction, scopes, another organization's project, and each 400.
+//! retrieve, `$set`/`$unset` edits, delete and bulk delete and their activity log, the deletion
+//! of a deleted person's events by compaction, scopes, another organization's project, and
+//! each 400.
 
 use std::collections::BTreeSet;
 
@@ -379,6 +380,159 @@ async fn retrieve_edit_and_delete_with_scopes() {
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
         assert_eq!(error_shape(&body).1.as_deref(), Some("ids[0]"));
+    }
+}
+
+/// The `activity` of each entry of a page, newest first.
+fn activities(page: &Value) -> Vec<String> {
+    page["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {page}"))
+        .iter()
+        .map(|entry| entry["activity"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn edits_and_deletes_are_in_the_activity_log() {
+    for world in World::all().await {
+        let name = world.name();
+        ingest(&world).await;
+        let uuid_of = |page: &Value| page["results"][0]["uuid"].as_str().unwrap().to_owned();
+        let (_, page) = list(&world, "distinct_id=user-3").await;
+        let uuid = uuid_of(&page);
+        let uri = format!("{}{uuid}/", persons_uri(&world));
+        let history = format!("{uri}activity/");
+        let all = format!("{}activity/", persons_uri(&world));
+
+        // Nothing logged yet: ingestion is not an edit.
+        let (status, empty) = world.get(&history, Some(world.admin_key())).await;
+        assert_eq!(status, StatusCode::OK, "{name} {empty}");
+        assert_eq!(empty["results"], json!([]), "{name}");
+
+        world
+            .send_json(
+                Method::PATCH,
+                &uri,
+                json!({"properties": {"plan": "enterprise", "vip": true}}),
+            )
+            .await;
+        world
+            .send_json(
+                Method::POST,
+                &format!("{uri}update_property/"),
+                json!({"key": "seats", "value": 99}),
+            )
+            .await;
+        world
+            .send_json(
+                Method::POST,
+                &format!("{uri}delete_property/"),
+                json!({"$unset": "vip"}),
+            )
+            .await;
+        // A refused edit logs nothing.
+        let (status, _) = world
+            .send_json(Method::PATCH, &uri, json!({"properties": 3}))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
+
+        let (status, page) = world.get(&history, Some(world.admin_key())).await;
+        assert_eq!(status, StatusCode::OK, "{name} {page}");
+        assert_eq!(
+            activities(&page),
+            ["delete_property", "updated", "updated"],
+            "{name} {page}"
+        );
+        assert_eq!(page["total_count"], 3, "{name}");
+        let patch = &page["results"][2];
+        assert_eq!(patch["scope"], "Person", "{name}");
+        assert_eq!(patch["item_id"], uuid.as_str(), "{name}");
+        assert_eq!(patch["user"]["email"], world.bootstrap.user.email, "{name}");
+        assert_eq!(
+            patch["detail"]["changes"],
+            json!([{"type": "Person", "action": "changed", "field": "properties",
+                "before": {"plan": "team", "vip": null},
+                "after": {"plan": "enterprise", "vip": true}}]),
+            "{name} {patch}"
+        );
+        assert_eq!(
+            page["results"][1]["detail"]["changes"][0]["after"],
+            json!({"seats": 99}),
+            "{name}"
+        );
+        let unset = &page["results"][0]["detail"]["changes"][0];
+        assert_eq!(
+            (&unset["before"], &unset["after"]),
+            (&json!({"vip": true}), &json!({"vip": null})),
+            "{name}"
+        );
+
+        // The log needs `activity_log:read`; `person:read` alone is not enough.
+        let reader = world.key(&["person:read"], None).await;
+        let (status, _) = world.get(&history, Some(&reader)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
+        let auditor = world.key(&["activity_log:read"], None).await;
+        let (status, _) = world.get(&all, Some(&auditor)).await;
+        assert_eq!(status, StatusCode::OK, "{name}");
+
+        // A bad flag is a 400 naming it, and deletes nothing.
+        let (status, body) = world
+            .send(
+                Method::DELETE,
+                &format!("{uri}?delete_events=maybe"),
+                Some(world.admin_key()),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(error_shape(&body).1.as_deref(), Some("delete_events"));
+
+        // Deletes (one, then a bulk one) are logged `deleted`; a deleted person's own history
+        // is a 404, the scope's history keeps it.
+        let (status, _) = world
+            .send(Method::DELETE, &uri, Some(world.admin_key()), None)
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{name}");
+        let (status, _) = world.get(&history, Some(world.admin_key())).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{name}");
+        let (_, one) = list(&world, "distinct_id=user-1").await;
+        let bulk = uuid_of(&one);
+        world
+            .send_json(
+                Method::POST,
+                &format!("{}bulk_delete/", persons_uri(&world)),
+                json!({"ids": [bulk]}),
+            )
+            .await;
+        let (status, page) = world.get(&all, Some(world.admin_key())).await;
+        assert_eq!(status, StatusCode::OK, "{name} {page}");
+        assert_eq!(
+            activities(&page),
+            [
+                "deleted",
+                "deleted",
+                "delete_property",
+                "updated",
+                "updated"
+            ],
+            "{name} {page}"
+        );
+        assert_eq!(page["results"][0]["item_id"], bulk.as_str(), "{name}");
+        assert_eq!(page["results"][1]["item_id"], uuid.as_str(), "{name}");
+        assert_eq!(
+            page["results"][1]["detail"]["name"],
+            uuid.as_str(),
+            "{name}"
+        );
+        let (_, second) = world
+            .get(&format!("{all}?limit=2&page=2"), Some(world.admin_key()))
+            .await;
+        assert_eq!(
+            activities(&second),
+            ["delete_property", "updated"],
+            "{name}"
+        );
     }
 }
 

@@ -1,5 +1,6 @@
-//! The activity log shared by flags, experiments, surveys and endpoints: who changed what, when,
-//! with a field-level diff (PostHog's `ActivityLog`, reference section 0).
+//! The activity log shared by the families (flags, experiments, surveys, endpoints, cohorts,
+//! actions, insights, dashboards, persons): who changed what, when, with a field-level diff
+//! (PostHog's `ActivityLog`, reference section 0).
 //!
 //! An entry is written in the same Store transaction as the entity it describes ([`Entry::put_op`]
 //! beside the entity's own write), so neither exists without the other. Entries live in the
@@ -17,6 +18,7 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::models::User;
+use crate::query_params::QueryParams;
 use crate::store::{Condition, Index, Item, QueryOptions, Store, StoreError, WriteOp};
 
 /// What happened to the item (PostHog's `activity`).
@@ -233,30 +235,12 @@ impl<S: Send + Sync> FromRequestParts<S> for ActivityPage {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        let query = parts.uri.query().unwrap_or("");
-        let number = |name: &str, default: usize| -> Result<usize, ApiError> {
-            match form_urlencoded::parse(query.as_bytes()).find(|(key, _)| key == name) {
-                None => Ok(default),
-                Some((_, value)) => match value.trim().parse::<usize>() {
-                    Ok(number) if number >= 1 => Ok(number),
-                    _ => Err(ApiError::validation(
-                        name,
-                        format!("`{name}` must be a positive integer."),
-                    )),
-                },
-            }
-        };
-        let limit = number("limit", DEFAULT_LIMIT)?;
-        if limit > MAX_LIMIT {
-            return Err(ApiError::validation(
-                "limit",
-                format!("`limit` must be between 1 and {MAX_LIMIT}."),
-            ));
-        }
-        let page = number("page", 1)?;
+        let params = QueryParams::parse(parts.uri.query());
         Ok(Self {
-            limit,
-            page,
+            limit: params
+                .integer("limit", 1..=MAX_LIMIT)?
+                .unwrap_or(DEFAULT_LIMIT),
+            page: params.integer("page", 1..=usize::MAX)?.unwrap_or(1),
             base: crate::pagination::absolute_path(parts),
         })
     }

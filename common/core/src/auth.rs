@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, ApiResult};
 use crate::models::{Membership, PersonalApiKey, Project, Scope, User};
+use crate::query_params::QueryParams;
 use crate::state::AppState;
 use crate::store::Store;
 
@@ -41,14 +42,9 @@ fn presented_key(parts: &Parts) -> Option<(String, KeySource)> {
         return Some((key, KeySource::Header));
     }
     let query = parts.uri.query()?;
-    url_query_value(query, "personal_api_key").map(|key| (key, KeySource::QueryString))
-}
-
-fn url_query_value(query: &str, name: &str) -> Option<String> {
-    form_urlencoded::parse(query.as_bytes())
-        .find(|(key, _)| key == name)
-        .map(|(_, value)| value.into_owned())
-        .filter(|value| !value.is_empty())
+    QueryParams::parse(Some(query))
+        .get("personal_api_key")
+        .map(|key| (key.to_owned(), KeySource::QueryString))
 }
 
 /// A 401 carries `WWW-Authenticate`, as PostHog's authenticators ask for.

@@ -18,6 +18,7 @@ pub mod objects;
 pub mod pagination;
 pub mod project_tokens;
 pub mod provisioning;
+pub mod query_params;
 pub mod repository;
 pub mod routes;
 pub mod sdk_body;

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
+use crate::query_params::QueryParams;
 
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
@@ -24,34 +25,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Pagination {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        let pairs: Vec<(String, String)> =
-            form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-                .into_owned()
-                .collect();
-        let number = |name: &str, default: usize| -> Result<usize, ApiError> {
-            match pairs.iter().find(|(key, _)| key == name) {
-                None => Ok(default),
-                Some((_, value)) => value.trim().parse::<usize>().map_err(|_| {
-                    ApiError::validation(name, format!("`{name}` must be a non-negative integer."))
-                }),
-            }
-        };
-        let limit = number("limit", DEFAULT_LIMIT)?;
-        if limit == 0 || limit > MAX_LIMIT {
-            return Err(ApiError::validation(
-                "limit",
-                format!("`limit` must be between 1 and {MAX_LIMIT}."),
-            ));
-        }
-        let offset = number("offset", 0)?;
+        let params = QueryParams::parse(parts.uri.query());
+        let limit = params
+            .integer("limit", 1..=MAX_LIMIT)?
+            .unwrap_or(DEFAULT_LIMIT);
+        let offset = params.integer("offset", 0..=usize::MAX)?.unwrap_or(0);
         Ok(Self {
             limit,
             offset,
             base: absolute_path(parts),
-            other_pairs: pairs
-                .into_iter()
-                .filter(|(key, _)| key != "limit" && key != "offset")
-                .collect(),
+            other_pairs: params.without(&["limit", "offset"]),
         })
     }
 }

@@ -1,10 +1,11 @@
 //! Reads beside the experiments themselves (reference 2.7, section 0): flags an experiment may
 //! run on and velocity stats (the activity log is `common::activity::routes`).
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use common::error::{ApiError, ApiResult};
+use common::query_params::QueryParams;
 use common::{AppState, Authenticated};
 use experiment_core::repository;
 use feature_flags::FeatureFlag;
@@ -25,20 +26,13 @@ pub async fn eligible_feature_flags(
     State(state): State<AppState>,
     auth: Authenticated,
     Path(project): Path<String>,
-    RawQuery(query): RawQuery,
+    params: QueryParams,
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, FLAG_READ).await?;
-    let pairs: Vec<(String, String)> =
-        form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
-            .into_owned()
-            .collect();
-    let param = |name: &str| {
-        pairs
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    };
+    // As sent, empty values included: PostHog reads `limit=` as a bad limit, `active=` as a bad
+    // choice.
+    let param = |name: &str| params.raw(name);
     let bad_paging = || {
         (
             StatusCode::BAD_REQUEST,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -13,6 +13,7 @@ use common::models::definitions::{
 };
 use common::models::{Project, Scope};
 use common::pagination::Pagination;
+use common::query_params::QueryParams;
 use common::{AppState, Authenticated};
 use serde::Serialize;
 use uuid::Uuid;
@@ -22,51 +23,9 @@ const WRITE: Scope = Scope::write("event_definition");
 const PROPERTY_READ: Scope = Scope::read("property_definition");
 const PROPERTY_WRITE: Scope = Scope::write("property_definition");
 
-/// The query string as pairs, and one parameter of it (empty counts as absent).
-struct Params(Vec<(String, String)>);
-
-impl Params {
-    fn parse(query: Option<&str>) -> Self {
-        Self(
-            form_urlencoded::parse(query.unwrap_or("").as_bytes())
-                .into_owned()
-                .collect(),
-        )
-    }
-
-    fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-            .filter(|value| !value.is_empty())
-    }
-
-    fn flag(&self, name: &str) -> ApiResult<Option<bool>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some("true" | "1") => Ok(Some(true)),
-            Some("false" | "0") => Ok(Some(false)),
-            Some(_) => Err(ApiError::validation(
-                name,
-                format!("`{name}` must be true or false."),
-            )),
-        }
-    }
-
-    /// A JSON list of strings (`event_names=["a","b"]`, as PostHog's frontend sends it).
-    fn names(&self, name: &str) -> ApiResult<Option<Vec<String>>> {
-        self.get(name)
-            .map(|raw| {
-                serde_json::from_str::<Vec<String>>(raw).map_err(|_| {
-                    ApiError::validation(
-                        name,
-                        format!("`{name}` must be a JSON list of names, e.g. [\"$pageview\"]."),
-                    )
-                })
-            })
-            .transpose()
-    }
+/// A JSON list of names (`event_names=["a","b"]`, as PostHog's frontend sends it).
+fn names(params: &QueryParams, name: &str) -> ApiResult<Option<Vec<String>>> {
+    params.json(name, "a JSON list of names, e.g. [\"$pageview\"]")
 }
 
 /// PostHog's term search: every space-separated term is in the name, case-insensitively.
@@ -121,11 +80,10 @@ pub async fn list_events(
     State(state): State<AppState>,
     auth: Authenticated,
     Path(project): Path<String>,
-    RawQuery(query): RawQuery,
+    params: QueryParams,
     pagination: Pagination,
 ) -> ApiResult<Response> {
     let project = auth.project(state.store.as_ref(), &project, READ).await?;
-    let params = Params::parse(query.as_deref());
     let kind_filter: fn(&str) -> bool = match params.get("event_type") {
         None | Some("event" | "all") => |_| true,
         Some("event_custom") => |name| !name.starts_with('$'),
@@ -237,7 +195,7 @@ impl PropertyDefinitionView {
     }
 }
 
-fn kind_of(params: &Params) -> ApiResult<PropertyKind> {
+fn kind_of(params: &QueryParams) -> ApiResult<PropertyKind> {
     match params.get("type") {
         None | Some("event") => Ok(PropertyKind::Event),
         Some("person") => Ok(PropertyKind::Person),
@@ -256,25 +214,23 @@ pub async fn list_properties(
     State(state): State<AppState>,
     auth: Authenticated,
     Path(project): Path<String>,
-    RawQuery(query): RawQuery,
+    params: QueryParams,
     pagination: Pagination,
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, PROPERTY_READ).await?;
-    let params = Params::parse(query.as_deref());
     let kind = kind_of(&params)?;
     let numerical = params.flag("is_numerical")?;
     let feature_flag = params.flag("is_feature_flag")?;
     let only_seen = params.flag("filter_by_event_names")?.unwrap_or(false);
-    let event_names = params.names("event_names")?;
-    let excluded: BTreeSet<String> = params
-        .names("excluded_properties")?
+    let event_names = names(&params, "event_names")?;
+    let excluded: BTreeSet<String> = names(&params, "excluded_properties")?
         .unwrap_or_default()
         .into_iter()
         .collect();
     let named: Option<BTreeSet<&str>> = params
-        .get("properties")
-        .map(|raw| raw.split(',').map(str::trim).collect());
+        .list("properties")
+        .map(|names| names.into_iter().collect());
     let seen_on_events: Option<BTreeSet<String>> = match &event_names {
         Some(names) if kind == PropertyKind::Event => {
             let mut seen = BTreeSet::new();

@@ -1,6 +1,8 @@
 //! Route family `persons`: persons (`/api/projects/:id/persons/`) and the event and property
-//! definitions ingestion maintains (`/event_definitions/`, `/property_definitions/`).
+//! definitions ingestion maintains (`/event_definitions/`, `/property_definitions/`); person
+//! edits and deletes are in the activity log (`/persons/activity/`).
 
+mod activity;
 mod definitions;
 mod deletion;
 mod persons;
@@ -17,6 +19,10 @@ pub fn router() -> Routes {
             post(persons::bulk_delete),
         )
         .route(
+            "/api/projects/{project_id}/persons/activity",
+            get(activity::of_all),
+        )
+        .route(
             "/api/projects/{project_id}/persons/values",
             get(persons::values),
         )
@@ -26,6 +32,10 @@ pub fn router() -> Routes {
                 .patch(persons::update)
                 .put(persons::update)
                 .delete(persons::destroy),
+        )
+        .route(
+            "/api/projects/{project_id}/persons/{id}/activity",
+            get(activity::of_one),
         )
         .route(
             "/api/projects/{project_id}/persons/{id}/update_property",

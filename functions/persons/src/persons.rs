@@ -3,14 +3,16 @@
 //! cursor pages; edits apply `$set`/`$unset` to the stored person at once (PostHog sends itself
 //! an event that does the same a moment later).
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::models::person::{self, Person, PersonView};
 use common::models::{Project, Scope};
 use common::pagination::absolute_path;
+use common::query_params::QueryParams;
 use common::{AppState, Authenticated};
 use feature_flags::matching::PropertyMatcher;
 use feature_flags::model::{PropertyFilter, PropertyKind};
@@ -18,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::deletion;
+use crate::{activity, deletion};
 
 pub const READ: Scope = Scope::read("person");
 pub const WRITE: Scope = Scope::write("person");
@@ -46,36 +48,14 @@ struct ListParams {
 }
 
 impl ListParams {
-    fn parse(query: Option<&str>) -> ApiResult<Self> {
-        let pairs: Vec<(String, String)> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
-            .into_owned()
-            .collect();
-        let get = |name: &str| {
-            pairs
-                .iter()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.clone())
-                .filter(|value| !value.is_empty())
-        };
-        let limit = match get("limit") {
-            None => DEFAULT_LIMIT,
-            Some(raw) => raw
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|limit| (1..=MAX_LIMIT).contains(limit))
-                .ok_or_else(|| {
-                    ApiError::validation(
-                        "limit",
-                        format!("`limit` must be an integer from 1 to {MAX_LIMIT}."),
-                    )
-                })?,
-        };
-        let uuids = get("uuid")
-            .map(|raw| {
-                raw.split(',')
+    fn parse(params: &QueryParams) -> ApiResult<Self> {
+        let uuids = params
+            .list("uuid")
+            .map(|parts| {
+                parts
+                    .into_iter()
                     .map(|part| {
-                        Uuid::try_parse(part.trim()).map_err(|_| {
+                        Uuid::try_parse(part).map_err(|_| {
                             ApiError::validation(
                                 "uuid",
                                 format!("`{part}` is not a person's uuid."),
@@ -85,23 +65,18 @@ impl ListParams {
                     .collect::<ApiResult<Vec<_>>>()
             })
             .transpose()?;
-        let properties = match get("properties") {
-            None => Vec::new(),
-            Some(raw) => person_filters(&raw)?,
-        };
+        let owned = |name: &str| params.get(name).map(str::to_owned);
         Ok(Self {
-            limit,
-            cursor: get("cursor"),
-            distinct_id: get("distinct_id"),
-            email: get("email"),
-            search: get("search").map(|text| text.trim().to_lowercase()),
+            limit: params
+                .integer("limit", 1..=MAX_LIMIT)?
+                .unwrap_or(DEFAULT_LIMIT),
+            cursor: owned("cursor"),
+            distinct_id: owned("distinct_id"),
+            email: owned("email"),
+            search: params.get("search").map(|text| text.trim().to_lowercase()),
             uuids,
-            properties,
-            pairs: pairs
-                .iter()
-                .filter(|(key, _)| key != "cursor")
-                .cloned()
-                .collect(),
+            properties: person_filters(params)?,
+            pairs: params.without(&["cursor"]),
         })
     }
 
@@ -120,13 +95,10 @@ impl ListParams {
 
 /// `properties=[{key, value, operator, type: "person"}, ...]` (JSON), as PostHog's persons list
 /// reads it: person filters only.
-fn person_filters(raw: &str) -> ApiResult<Vec<PropertyMatcher>> {
-    let filters: Vec<PropertyFilter> = serde_json::from_str(raw).map_err(|error| {
-        ApiError::validation(
-            "properties",
-            format!("`properties` must be a JSON list of person property filters: {error}."),
-        )
-    })?;
+fn person_filters(params: &QueryParams) -> ApiResult<Vec<PropertyMatcher>> {
+    let filters: Vec<PropertyFilter> = params
+        .json("properties", "a JSON list of person property filters")?
+        .unwrap_or_default();
     filters
         .iter()
         .enumerate()
@@ -147,12 +119,12 @@ pub async fn list(
     State(state): State<AppState>,
     auth: Authenticated,
     Path(project): Path<String>,
-    RawQuery(query): RawQuery,
+    query: QueryParams,
     parts: axum::http::request::Parts,
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let params = ListParams::parse(query.as_deref())?;
+    let params = ListParams::parse(&query)?;
     let now = state.clock.now();
 
     // Filters that name persons outright need no walk.
@@ -256,7 +228,7 @@ fn matches_search(view: &PersonView, search: Option<&str>) -> bool {
 }
 
 /// The person an `:id` path names (their uuid), or a 404.
-async fn load(state: &AppState, project: &Project, id: &str) -> ApiResult<Person> {
+pub async fn load(state: &AppState, project: &Project, id: &str) -> ApiResult<Person> {
     let uuid = Uuid::try_parse(id).map_err(|_| {
         ApiError::validation(
             "id",
@@ -305,7 +277,7 @@ pub async fn update(
     let Some(set) = body.properties else {
         return Err(ApiError::required("properties"));
     };
-    let updated = change(&state, &project, person.uuid, &set, &[]).await?;
+    let updated = change(&state, &auth, &project, person.uuid, &set, &[]).await?;
     view(&state, &project, updated).await
 }
 
@@ -339,7 +311,7 @@ pub async fn update_property(
         }
     };
     let set = Map::from_iter([(key, value)]);
-    change(&state, &project, person.uuid, &set, &[]).await?;
+    change(&state, &auth, &project, person.uuid, &set, &[]).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
@@ -368,18 +340,42 @@ pub async fn delete_property(
             ));
         }
     };
-    change(&state, &project, person.uuid, &Map::new(), &[key]).await?;
+    change(&state, &auth, &project, person.uuid, &Map::new(), &[key]).await?;
     Ok((StatusCode::CREATED, axum::Json(json!({"success": true}))).into_response())
 }
 
+/// Applies `$set` then `$unset` to the person with its activity entry in one transaction:
+/// `updated` for a set, PostHog's `delete_property` for an unset.
 async fn change(
     state: &AppState,
+    auth: &Authenticated,
     project: &Project,
     uuid: Uuid,
     set: &Map<String, Value>,
     unset: &[String],
 ) -> ApiResult<Person> {
-    person::update_properties(state.store.as_ref(), project.id, uuid, set, unset)
+    let actor = Actor::user(&auth.user);
+    let at = state.clock.now();
+    let kind = match set.is_empty() && !unset.is_empty() {
+        true => activity::DELETE_PROPERTY,
+        false => common::activity::UPDATED,
+    };
+    let keys: Vec<&str> = set
+        .keys()
+        .map(String::as_str)
+        .chain(unset.iter().map(String::as_str))
+        .collect();
+    let log = |before: &Person, after: &Person| {
+        let changes = activity::properties_change(before, after, &keys);
+        Ok(vec![activity::entry_op(
+            after,
+            &actor,
+            kind,
+            Some(changes),
+            at,
+        )?])
+    };
+    person::update_properties(state.store.as_ref(), project.id, uuid, set, unset, log)
         .await?
         .ok_or_else(|| ApiError::not_found_detail("Person not found."))
 }
@@ -389,13 +385,14 @@ pub async fn destroy(
     State(state): State<AppState>,
     auth: Authenticated,
     Path((project, id)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
+    params: QueryParams,
 ) -> ApiResult<Response> {
     let project = auth.project(state.store.as_ref(), &project, WRITE).await?;
     let person = load(&state, &project, &id).await?;
-    let delete_events = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .any(|(key, value)| key == "delete_events" && value != "false" && value != "0");
-    deletion::delete(&state, &project, person, delete_events).await?;
+    // PostHog deletes the events when the parameter is there at all; `false`/`0` say no here.
+    let delete_events =
+        params.has("delete_events") && params.flag("delete_events")?.unwrap_or(true);
+    deletion::delete(&state, &auth, &project, person, delete_events).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
@@ -462,7 +459,7 @@ pub async fn bulk_delete(
     persons.sort_by_key(|person| person.uuid);
     persons.dedup_by_key(|person| person.uuid);
     for person in persons {
-        deletion::delete(&state, &project, person, body.delete_events).await?;
+        deletion::delete(&state, &auth, &project, person, body.delete_events).await?;
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }
@@ -479,22 +476,12 @@ pub async fn values(
     State(state): State<AppState>,
     auth: Authenticated,
     Path(project): Path<String>,
-    RawQuery(query): RawQuery,
+    params: QueryParams,
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .into_owned()
-        .collect();
-    let get = |name: &str| {
-        pairs
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.clone())
-            .filter(|value| !value.is_empty())
-    };
-    let key = get("key").ok_or_else(|| ApiError::required("key"))?;
-    let needle = get("value").map(|text| text.to_lowercase());
+    let key = params.get("key").ok_or_else(|| ApiError::required("key"))?;
+    let needle = params.get("value").map(str::to_lowercase);
     let mut counts: std::collections::HashMap<String, (Value, u64)> =
         std::collections::HashMap::new();
     let mut cursor = None;
@@ -503,7 +490,7 @@ pub async fn values(
         let (persons, next) = person::page(store, project.id, 1000, cursor.take()).await?;
         examined += persons.len();
         for person in persons {
-            let Some(value) = person.properties.get(&key).filter(|value| !value.is_null()) else {
+            let Some(value) = person.properties.get(key).filter(|value| !value.is_null()) else {
                 continue;
             };
             let text = match value {

@@ -23,9 +23,21 @@ pub async fn of_all<E: Entity>(
     Path(project): Path<String>,
     page: ActivityPage,
 ) -> ApiResult<Response> {
+    of_scope(&state, &auth, &project, E::SCOPE, &page).await
+}
+
+/// [`of_all`] for a scope whose items are not an [`Entity`] (persons): every item's history
+/// of `scope` in the project the path names, newest first.
+pub async fn of_scope(
+    state: &AppState,
+    auth: &Authenticated,
+    project: &str,
+    scope: &str,
+    page: &ActivityPage,
+) -> ApiResult<Response> {
     let store = state.store.as_ref();
-    let project = auth.project(store, &project, ACTIVITY_READ).await?;
-    let entries = activity::list(store, project.id, E::SCOPE, None).await?;
+    let project = auth.project(store, project, ACTIVITY_READ).await?;
+    let entries = activity::list(store, project.id, scope, None).await?;
     Ok(axum::Json(page.answer(&entries)).into_response())
 }
 

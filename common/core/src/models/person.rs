@@ -130,46 +130,64 @@ pub async fn distinct_ids(
 }
 
 /// Sets and then unsets properties of a person as a `$set`/`$unset` event would (`None`: no
-/// such person). Optimistic: a concurrent commit of the same person is retried over.
-pub async fn update_properties(
+/// such person). `with` gives the writes that go in the same transaction, from the person as
+/// read and as changed (the activity entry). Optimistic: a concurrent commit of the same person
+/// is retried over.
+pub async fn update_properties<F>(
     store: &dyn Store,
     team_id: i64,
     uuid: Uuid,
     set: &Map<String, Value>,
     unset: &[String],
-) -> Result<Option<Person>, StoreError> {
-    let updated = store::update(
-        store,
-        &person_pk(team_id, uuid),
-        PERSON_SK,
-        |mut person: Person| {
-            person
-                .properties
-                .extend(set.iter().map(|(key, value)| (key.clone(), value.clone())));
-            for key in unset {
-                person.properties.remove(key);
-            }
-            Ok(person)
-        },
-    )
-    .await;
-    match updated {
-        Ok(person) => Ok(Some(person)),
-        // `update` fails this way only when the item is gone after every retry.
-        Err(StoreError::ConditionFailed) if load(store, team_id, uuid).await?.is_none() => Ok(None),
-        Err(other) => Err(other),
+    with: F,
+) -> Result<Option<Person>, StoreError>
+where
+    F: Fn(&Person, &Person) -> Result<Vec<WriteOp>, StoreError>,
+{
+    let pk = person_pk(team_id, uuid);
+    for attempt in 0..store::UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(store::conflict_backoff(attempt)).await;
+        }
+        let Some(current) = store.get(&pk, PERSON_SK).await? else {
+            return Ok(None);
+        };
+        let before: Person = current.parse()?;
+        let mut after = before.clone();
+        after
+            .properties
+            .extend(set.iter().map(|(key, value)| (key.clone(), value.clone())));
+        for key in unset {
+            after.properties.remove(key);
+        }
+        let mut item = current.clone();
+        item.set_data(&after)?;
+        item.version = current.version + 1;
+        let mut ops = vec![WriteOp::Put {
+            item,
+            condition: Condition::VersionEquals(current.version),
+        }];
+        ops.extend(with(&before, &after)?);
+        match store.transact_write(ops).await {
+            Ok(()) => return Ok(Some(after)),
+            Err(StoreError::ConditionFailed) => continue,
+            Err(other) => return Err(other),
+        }
     }
+    Err(StoreError::ConditionFailed)
 }
 
-/// Deletes a person and every distinct-id link to them; returns the distinct ids it had. An
-/// event for one of them later makes a new person, as in PostHog.
+/// Deletes a person and every distinct-id link to them, with `with` (the activity entry) in the
+/// transaction that deletes the person; returns the distinct ids it had. An event for one of
+/// them later makes a new person, as in PostHog.
 pub async fn delete(
     store: &dyn Store,
     team_id: i64,
     uuid: Uuid,
+    with: Vec<WriteOp>,
 ) -> Result<Vec<String>, StoreError> {
     let ids = distinct_ids(store, team_id, uuid).await?;
-    let mut ops: Vec<WriteOp> = ids
+    let mut links: Vec<WriteOp> = ids
         .iter()
         .map(|distinct_id| WriteOp::Delete {
             pk: distinct_pk(team_id, distinct_id),
@@ -177,16 +195,20 @@ pub async fn delete(
             condition: Condition::None,
         })
         .collect();
-    ops.push(WriteOp::Delete {
+    let mut last = vec![WriteOp::Delete {
         pk: person_pk(team_id, uuid),
         sk: PERSON_SK.to_owned(),
         condition: Condition::None,
-    });
-    // The links first, the person last: a delete cut short leaves a person that can be deleted
-    // again, never links to nobody.
-    for chunk in ops.chunks(MAX_TRANSACTION_ITEMS) {
+    }];
+    last.extend(with);
+    // The links first, the person last (with as many links as fit beside it): a delete cut
+    // short leaves a person that can be deleted again, never links to nobody.
+    let room = MAX_TRANSACTION_ITEMS.saturating_sub(last.len());
+    let beside = links.split_off(links.len().saturating_sub(room));
+    for chunk in links.chunks(MAX_TRANSACTION_ITEMS) {
         store.transact_write(chunk.to_vec()).await?;
     }
+    store.transact_write([beside, last].concat()).await?;
     Ok(ids)
 }
 
