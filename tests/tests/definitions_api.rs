@@ -299,3 +299,43 @@ async fn property_values_for_pickers_come_from_the_last_week_of_events() {
         assert_eq!(error_shape(&body).1.as_deref(), Some("key"));
     }
 }
+
+#[tokio::test]
+async fn the_30_day_volume_counts_events_of_the_last_30_days() {
+    for world in World::all().await {
+        let name = world.name();
+        // Ingestion runs on real time; the answer is read on a clock set where the test wants.
+        let now = chrono::Utc::now();
+        let at = |days: i64| (now - chrono::Duration::days(days)).to_rfc3339();
+        let events = [2, 10, 10, 45]
+            .map(|days| json!({"event": "ordered", "distinct_id": "a", "timestamp": at(days)}));
+        ingest(&world, events.to_vec()).await;
+        let volumes = |days_later: i64| {
+            let mut state = world.backend.state.clone();
+            state.clock = std::sync::Arc::new(common::clock::ManualClock::at(
+                now + chrono::Duration::days(days_later),
+            ));
+            let request = axum::http::Request::get(format!(
+                "/api/projects/{}/event_definitions/?search=ordered",
+                world.bootstrap.project.id
+            ))
+            .header("authorization", format!("Bearer {}", world.admin_key()))
+            .body(axum::body::Body::empty())
+            .unwrap();
+            async move {
+                let (status, page) = api_tests::respond(local::app(state), request).await;
+                assert_eq!(status, StatusCode::OK, "{page}");
+                let row = &page["results"][0];
+                (row["volume"].clone(), row["volume_30_day"].clone())
+            }
+        };
+        assert_eq!(volumes(0).await, (json!(4), json!(3)), "{name}");
+        // 25 days on, only the event of 2 days ago is within 30 days.
+        assert_eq!(volumes(25).await, (json!(4), json!(1)), "{name}");
+        let (status, body) = get(&world, "event_definitions/?ordering=-volume_30_day").await;
+        assert_eq!(status, StatusCode::OK, "{name} {body}");
+        let (status, body) = get(&world, "event_definitions/?ordering=size").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} {body}");
+        assert_eq!(error_shape(&body).1.as_deref(), Some("ordering"), "{name}");
+    }
+}

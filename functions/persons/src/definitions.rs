@@ -46,8 +46,10 @@ struct EventDefinitionView {
     created_at: DateTime<Utc>,
     last_seen_at: DateTime<Utc>,
     last_updated_at: DateTime<Utc>,
-    /// Events seen since the definition was made (PostHog reports a 30-day volume instead).
+    /// Events seen since the definition was made.
     volume: u64,
+    /// Events whose time is in the last 30 days (PostHog's `volume_30_day`).
+    volume_30_day: u64,
     description: Option<String>,
     tags: [String; 0],
     is_action: bool,
@@ -55,9 +57,10 @@ struct EventDefinitionView {
     verified: bool,
 }
 
-impl From<EventDefinition> for EventDefinitionView {
-    fn from(definition: EventDefinition) -> Self {
+impl EventDefinitionView {
+    fn of(definition: EventDefinition, now: DateTime<Utc>) -> Self {
         Self {
+            volume_30_day: definition.volume_30_day(now),
             id: definition.id,
             name: definition.name,
             created_at: definition.created_at,
@@ -74,8 +77,8 @@ impl From<EventDefinition> for EventDefinitionView {
 }
 
 /// `GET /event_definitions/`: `search`, `event_type` (`event`, `event_custom`,
-/// `event_posthog`), `ordering` (`name`, `-name`, `last_seen_at`, `-last_seen_at`, `volume`,
-/// `-volume`), `limit`/`offset`.
+/// `event_posthog`), `ordering` (`name`, `last_seen_at`, `volume`, `volume_30_day`, each
+/// with `-` for descending), `limit`/`offset`.
 pub async fn list_events(
     State(state): State<AppState>,
     auth: Authenticated,
@@ -84,6 +87,7 @@ pub async fn list_events(
     pagination: Pagination,
 ) -> ApiResult<Response> {
     let project = auth.project(state.store.as_ref(), &project, READ).await?;
+    let now = state.clock.now();
     let kind_filter: fn(&str) -> bool = match params.get("event_type") {
         None | Some("event" | "all") => |_| true,
         Some("event_custom") => |name| !name.starts_with('$'),
@@ -110,11 +114,13 @@ pub async fn list_events(
         "-last_seen_at" => all.sort_by_key(|d| std::cmp::Reverse(d.last_seen_at)),
         "volume" => all.sort_by_key(|d| d.volume),
         "-volume" => all.sort_by_key(|d| std::cmp::Reverse(d.volume)),
+        "volume_30_day" => all.sort_by_key(|d| d.volume_30_day(now)),
+        "-volume_30_day" => all.sort_by_key(|d| std::cmp::Reverse(d.volume_30_day(now))),
         other => {
             return Err(ApiError::validation(
                 "ordering",
                 format!(
-                    "`{other}` is not an ordering: use name, last_seen_at or volume, with - for descending."
+                    "`{other}` is not an ordering: use name, last_seen_at, volume or volume_30_day, with - for descending."
                 ),
             ));
         }
@@ -123,7 +129,7 @@ pub async fn list_events(
         .window(&all)
         .iter()
         .cloned()
-        .map(EventDefinitionView::from)
+        .map(|definition| EventDefinitionView::of(definition, now))
         .collect();
     Ok(axum::Json(pagination.page_of(all.len(), &page)).into_response())
 }
@@ -149,7 +155,7 @@ pub async fn retrieve_event(
 ) -> ApiResult<Response> {
     let project = auth.project(state.store.as_ref(), &project, READ).await?;
     let definition = find_event(&state, &project, &id).await?;
-    Ok(axum::Json(EventDefinitionView::from(definition)).into_response())
+    Ok(axum::Json(EventDefinitionView::of(definition, state.clock.now())).into_response())
 }
 
 /// `DELETE /event_definitions/:id/`: 204; ingestion makes it again if the event comes back.
