@@ -20,16 +20,12 @@ import json
 import os
 import random
 import sys
-import uuid
 from zoneinfo import ZoneInfo
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
-from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import capture, post_query, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, request  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from node_harness import loaded, post_node, post_query, report, request, seeded_event  # noqa: E402
 from test_retention_duckdb import interval_starts  # noqa: E402
 from test_stickiness_lifecycle_duckdb import expected_stickiness  # noqa: E402
 
@@ -110,13 +106,7 @@ def make_events():
             properties["$elements_chain"] = CHAINS[rng.choice(sorted(CHAINS))]
         if kind == "purchased":
             properties["plan"] = rng.choice(["pro", "free", "pro"])
-        events.append({
-            "event": kind,
-            "distinct_id": distinct_id,
-            "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "timestamp": moment.isoformat().replace("+00:00", "Z"),
-            "properties": properties,
-        })
+        events.append(seeded_event(rng, kind, distinct_id, moment, properties))
     return events
 
 
@@ -296,17 +286,8 @@ def refusals(server, ids, failures):
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
-        capture(server, events)
-        wait_until_visible(server, len(events))
+    with loaded(backend, events, view=True) as (server, connection, logs):
         ids = create_actions(server)
-        table = server.table().to_pyarrow_table()
-        connection = duckdb.connect()
-        connection.execute("SET TimeZone = 'UTC'")
-        connection.register("events_arrow", table)
-        connection.execute("create view ev as select *, cast(timestamp as timestamptz) ts from events_arrow")
         chains = connection.execute("select count(*) from ev where event = '$autocapture' and elements_chain like '%nth-child%'")
         assert chains.fetchall()[0][0] > 100, "capture did not keep the elements chains"
 
@@ -320,8 +301,6 @@ def check(backend, events):
         refusals(server, ids, failures)
         report(backend, failures, logs, "the actions")
         print(f"{backend}: every action query matches DuckDB over the Delta table")
-    finally:
-        server.stop()
 
 
 def main():

@@ -36,15 +36,11 @@ import os
 import random
 import statistics
 import sys
-import uuid
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
-from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import capture, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, request  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from node_harness import expect_refusals, loaded, post_node, report, request, seeded_event  # noqa: E402
 from test_trends_duckdb import check_results, day_buckets, day_range, literal  # noqa: E402
 from test_funnels_duckdb import close, describe, evaluate, lowest_step  # noqa: E402
 from test_paths_actors_duckdb import actors, compare_actors  # noqa: E402
@@ -84,19 +80,13 @@ def make_events():
                     properties["$os"] = system
                 if plan is not None:
                     properties["$set"] = {"plan": plan}
-                events.append({
-                    "event": rng.choices(STEPS + ["clicked"], [50, 20, 12, 18])[0],
-                    "distinct_id": distinct_id,
-                    "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                    "timestamp": moment.isoformat().replace("+00:00", "Z"),
-                    "properties": properties,
-                })
+                name = rng.choices(STEPS + ["clicked"], [50, 20, 12, 18])[0]
+                events.append(seeded_event(rng, name, distinct_id, moment, properties))
                 moment += datetime.timedelta(seconds=rng.randrange(5, 4000), microseconds=rng.randrange(1, 1_000_000))
     return events
 
 
-DUCKDB_SETUP = [
-    "SET TimeZone = 'UTC'",
+DUCKDB_MACROS = [
     "CREATE MACRO prop(j, path) AS nullif(json_extract_string(j, path), '')",
 ]
 # PostHog's trends values: missing or empty is the null label.
@@ -490,18 +480,7 @@ def make_cohorts(server, connection):
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
-        capture(server, events)
-        wait_until_visible(server, len(events))
-        table = server.table().to_pyarrow_table()
-        assert table.num_rows == len(events), f"the Delta table has {table.num_rows} rows, {len(events)} were sent"
-        connection = duckdb.connect()
-        for statement in DUCKDB_SETUP:
-            connection.execute(statement)
-        connection.register("events_arrow", table)
-        connection.execute("create view ev as select *, cast(timestamp as timestamptz) ts from events_arrow")
+    with loaded(backend, events, DUCKDB_MACROS, view=True) as (server, connection, logs):
         cohorts = make_cohorts(server, connection)
 
         failures = []
@@ -509,15 +488,10 @@ def check(backend, events):
         cohort_trends_cases(server, connection, cohorts, failures)
         rows = funnel_cases(server, connection, cohorts, failures)
         actors_cases(server, connection, cohorts, rows, failures)
-        for node, attr in INVALID:
-            status, body = post_node(server, node)
-            if status != 400 or (body or {}).get("attr") not in (attr, f"query.{attr}"):
-                failures.append(f"invalid node {json.dumps(node)}: HTTP {status} {json.dumps(body)} (want 400 naming {attr})")
+        expect_refusals(server, INVALID, failures)
         report(backend, failures, logs, "the breakdown")
         print(f"{backend}: multiple and cohort breakdowns of trends, funnels and their actors match DuckDB over the "
               f"Delta table, and {len(INVALID)} invalid nodes are 400s")
-    finally:
-        server.stop()
 
 
 def main():

@@ -22,16 +22,13 @@ import math
 import os
 import random
 import sys
-import uuid
 from zoneinfo import ZoneInfo
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True
-from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import DUCKDB_SETUP, capture, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from test_query_duckdb import DUCKDB_MACROS  # noqa: E402
+from node_harness import loaded, post_node, report, seeded_event, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 ZONE_NAME = "America/New_York"
@@ -127,13 +124,7 @@ def make_events():
                 "age": 18 + (number * 7 + rng.randrange(3)) % 50,
                 "tier": rng.choice(["gold", "silver", "bronze"]),
             }
-        events.append({
-            "event": rng.choice(EVENT_NAMES),
-            "distinct_id": distinct_id,
-            "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "timestamp": moment.isoformat().replace("+00:00", "Z"),
-            "properties": properties,
-        })
+        events.append(seeded_event(rng, rng.choice(EVENT_NAMES), distinct_id, moment, properties))
     return events
 
 
@@ -468,18 +459,8 @@ def run_error_cases(checks):
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
+    with loaded(backend, events, DUCKDB_MACROS) as (server, connection, logs):
         set_timezone(server, ZONE_NAME)
-        capture(server, events)
-        wait_until_visible(server, len(events))
-        table = server.table().to_pyarrow_table()
-        assert table.num_rows == len(events), f"the Delta table has {table.num_rows} rows, {len(events)} were sent"
-        connection = duckdb.connect()
-        for statement in DUCKDB_SETUP:
-            connection.execute(statement)
-        connection.register("events", table)
         total = len(duck(connection, f"select uuid from events where {PAST}"))
 
         checks = Checks(server, connection)
@@ -491,8 +472,6 @@ def check(backend, events):
         run_error_cases(checks)
         report(backend, checks.failures, logs, checks.count)
         print(f"{backend}: {checks.count} EventsQuery checks match DuckDB over the Delta table")
-    finally:
-        server.stop()
 
 
 def main():

@@ -52,7 +52,8 @@ sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=__name__)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from node_harness import keep_logs, post_node, report  # noqa: E402
+from node_harness import keep_logs, post_node, report, wait_for_lake  # noqa: E402
+from test_flags_posthog import reference_variant as flag_variant  # noqa: E402
 
 UTC = datetime.timezone.utc
 FLAG_KEY = "checkout-redesign"
@@ -88,20 +89,9 @@ STATISTIC = {"count": "mean", "revenue": "mean", "winsorized": "mean", "funnel":
 
 # --- the reference formulas, written from the references, not from the server ---
 
-LONG_SCALE = 0xFFFFFFFFFFFFFFF
-
-
 def reference_variant(identifier):
-    """Reference 3.2: the variant lookup table over sha1("<key>.<id>variant")."""
-    digest = hashlib.sha1(f"{FLAG_KEY}.{identifier}variant".encode("utf-8")).hexdigest()
-    hashed = int(digest[:15], 16) / LONG_SCALE
-    low = 0.0
-    for key, percentage in VARIANTS:
-        high = low + percentage / 100
-        if low <= hashed < high:
-            return key
-        low = high
-    return None
+    """Reference 3.2: the experiment flag's variant of `identifier` (the flags check's formula)."""
+    return flag_variant(FLAG_KEY, identifier, VARIANTS)
 
 
 def fingerprint(metric, start_date, stats_method, exposure_criteria):
@@ -297,20 +287,6 @@ def send_events(server, launched_at):
     # Nothing in the future when the queries run.
     time.sleep(max(0.0, (base + datetime.timedelta(seconds=2) - datetime.datetime.now(UTC)).total_seconds()))
     return ids, variants, sent.count
-
-
-def wait_for_lake(server, expected):
-    deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
-    rows = -1
-    while time.monotonic() < deadline:
-        try:
-            rows = server.table().to_pyarrow_table(columns=["uuid"]).num_rows
-        except Exception:  # the table does not exist before the first commit
-            rows = -1
-        if rows >= expected:
-            break
-        time.sleep(0.5)
-    assert rows == expected, f"the Delta table has {rows} rows, {expected} events were sent"
 
 
 # --- DuckDB: the independent counts ---
@@ -517,7 +493,7 @@ def check(backend):
         start = parse_instant(experiment["start_date"])
         started = time.monotonic()
         ids, variants, expected_rows = send_events(server, start)
-        wait_for_lake(server, expected_rows)
+        wait_for_lake(server, expected_rows, VISIBLE_TIMEOUT_SECONDS)
         start_us = (start - datetime.datetime(1970, 1, 1, tzinfo=UTC)) // datetime.timedelta(microseconds=1)
         sums, facts = duckdb_sums(server, start_us)
 

@@ -43,16 +43,12 @@ import os
 import random
 import statistics
 import sys
-import uuid
 import zoneinfo
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
-from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import capture, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from node_harness import expect_refusals, loaded, post_node, report, seeded_event, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -75,13 +71,7 @@ def make_events():
         properties = {}
         if browser is not None:
             properties["$browser"] = browser
-        events.append({
-            "event": name,
-            "distinct_id": person,
-            "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "timestamp": moment.isoformat().replace("+00:00", "Z"),
-            "properties": properties,
-        })
+        events.append(seeded_event(rng, name, person, moment, properties))
 
     day = 86400
     # Each person in their own day, so no two sequences share a clock.
@@ -586,16 +576,7 @@ def run_query(server, node):
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
-        capture(server, events)
-        wait_until_visible(server, len(events))
-        table = server.table().to_pyarrow_table()
-        assert table.num_rows == len(events), f"the Delta table has {table.num_rows} rows, {len(events)} were sent"
-        connection = duckdb.connect()
-        connection.execute("SET TimeZone = 'UTC'")
-        connection.register("events", table)
+    with loaded(backend, events) as (server, connection, logs):
         # A property is NULL when missing, JSON null or "".
         all_rows = [
             {"person_id": person, "event": event, "t": t, "browser": browser}
@@ -635,16 +616,11 @@ def check(backend, events):
         trends_cases(TRENDS_CASES, UTC)
         set_timezone(server, NEW_YORK)
         trends_cases(TRENDS_CASES_NEW_YORK, zoneinfo.ZoneInfo(NEW_YORK))
-        for node, attr in INVALID:
-            status, body = run_query(server, node)
-            if status != 400 or (body or {}).get("attr") not in (attr, f"query.{attr}"):
-                failures.append(f"invalid node {json.dumps(node)}: HTTP {status} {json.dumps(body)} (want 400 naming {attr})")
+        expect_refusals(server, INVALID, failures, run=run_query)
         report(backend, failures, logs, len(CASES) + len(VIEW_CASES) + len(INVALID))
         print(f"{backend}: {len(CASES)} funnels, {len(TRENDS_CASES) + len(TRENDS_CASES_NEW_YORK)} funnel trends "
               f"and {len(TIME_TO_CONVERT_CASES)} times to convert match the per-person evaluation of DuckDB's rows, "
               f"and {len(INVALID)} invalid nodes are 400s")
-    finally:
-        server.stop()
 
 
 def main():

@@ -22,16 +22,12 @@ import os
 import random
 import re
 import sys
-import uuid
 import zoneinfo
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
-from test_posthog_sdk import run_on_backends, Server  # noqa: E402
-from test_query_duckdb import capture, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, request, set_timezone  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from node_harness import loaded, post_node, report, request, seeded_event, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 USERS = [f"path-user-{k:02d}" for k in range(36)]
@@ -66,11 +62,7 @@ def make_events():
                 else:
                     event, properties = rng.choice(CUSTOM), {}
                 properties["$browser"] = browser
-                events.append({
-                    "event": event, "distinct_id": distinct_id, "properties": properties,
-                    "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                    "timestamp": moment.isoformat().replace("+00:00", "Z"),
-                })
+                events.append(seeded_event(rng, event, distinct_id, moment, properties))
                 gap = rng.choices([rng.randrange(5, 300), SESSION_GAP - 1, SESSION_GAP, rng.randrange(4000, 9000)],
                                   [85, 5, 5, 5])[0]
                 moment += datetime.timedelta(seconds=gap)
@@ -441,16 +433,7 @@ def actors_cases(server, connection, rows, failures):
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
-        capture(server, events)
-        wait_until_visible(server, len(events))
-        table = server.table().to_pyarrow_table()
-        connection = duckdb.connect()
-        connection.execute("SET TimeZone = 'UTC'")
-        connection.register("events_arrow", table)
-        connection.execute("create view ev as select *, cast(timestamp as timestamptz) ts from events_arrow")
+    with loaded(backend, events, view=True) as (server, connection, logs):
         rows = [{"person_id": person, "ts": moment, "event": event, "url": url, "screen": screen}
                 for person, moment, event, url, screen in connection.sql(
                     "select person_id, ts, event, json_extract_string(properties, '$.\"$current_url\"'), "
@@ -463,8 +446,6 @@ def check(backend, events):
         zoned_actors_cases(server, connection, "America/New_York", failures)
         report(backend, failures, logs, "the paths and actors")
         print(f"{backend}: every PathsQuery and ActorsQuery matches DuckDB over the Delta table")
-    finally:
-        server.stop()
 
 
 def main():

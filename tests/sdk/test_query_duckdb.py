@@ -17,25 +17,17 @@ import math
 import os
 import random
 import sys
-import time
-import urllib.error
-import urllib.request
-import uuid
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 # The SDK test's server harness (same command line: binary, then the emulator endpoint).
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from node_harness import keep_logs, report  # noqa: E402
+from node_harness import capture, duckdb_over, keep_logs, post_query, report, seeded_event, wait_until_visible  # noqa: E402
 
 EVENT_COUNT = 2000
 FIRST_COMMIT = 300
 # `ANALYTICS_SHREDDING=off` (scripts/test runs this file both ways) writes and reads JSON only.
 SHREDDING = os.environ.get("ANALYTICS_SHREDDING", "on").lower() != "off"
-BATCH_SIZE = 500
-VISIBLE_TIMEOUT_SECONDS = 60
 UTC = datetime.timezone.utc
 
 EVENT_NAMES = ["$pageview", "$pageleave", "signed_up", "purchased", "clicked_button", "viewed_pricing"]
@@ -90,13 +82,7 @@ def make_events():
             seconds=rng.randrange(10 * 86400),
             microseconds=rng.randrange(1, 1_000_000) if rng.random() < 0.9 else 0,
         )
-        events.append({
-            "event": rng.choices(EVENT_NAMES, EVENT_WEIGHTS)[0],
-            "distinct_id": distinct_id,
-            "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "timestamp": moment.isoformat().replace("+00:00", "Z"),
-            "properties": properties,
-        })
+        events.append(seeded_event(rng, rng.choices(EVENT_NAMES, EVENT_WEIGHTS)[0], distinct_id, moment, properties))
     return events
 
 
@@ -104,8 +90,7 @@ def make_events():
 # a property is its JSON value as text, NULL when missing, JSON null or ""; toInt parses integers
 # only (DuckDB's own cast would round "12.5"); toFloat is NULL when the text is not a number.
 # DuckDB sums integers as HUGEINT, which reaches Python as a float: such sums are cast to BIGINT.
-DUCKDB_SETUP = [
-    "SET TimeZone = 'UTC'",
+DUCKDB_MACROS = [
     "CREATE MACRO prop(j, path) AS nullif(json_extract_string(j, path), '')",
     "CREATE MACRO to_int(x) AS CASE WHEN regexp_full_match(x, '[+-]?[0-9]+') THEN TRY_CAST(x AS BIGINT) END",
     "CREATE MACRO to_float(x) AS TRY_CAST(x AS DOUBLE)",
@@ -337,48 +322,6 @@ CASES = [
 ]
 
 
-def post_query(server, text, refresh="force_blocking"):
-    body = json.dumps({"query": {"kind": "HogQLQuery", "query": text}, "refresh": refresh}).encode()
-    request = urllib.request.Request(
-        f"{server.url}/api/projects/{server.project_id}/query/", data=body, method="POST",
-        headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        try:
-            body = json.loads(error.read())
-        except ValueError:
-            body = None
-        return error.code, body if isinstance(body, dict) else {"detail": body}
-
-
-def capture(server, events):
-    for start in range(0, len(events), BATCH_SIZE):
-        body = json.dumps({"api_key": server.token, "batch": events[start:start + BATCH_SIZE]}).encode()
-        request = urllib.request.Request(f"{server.url}/batch/", data=body, method="POST",
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            reply = json.load(response)
-            assert response.status == 200 and reply == {"status": 1}, reply
-
-
-def wait_until_visible(server, expected):
-    deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
-    seen = None
-    while time.monotonic() < deadline:
-        status, body = post_query(server, "select count() from events")
-        if status == 200:
-            seen = body["results"]
-            if seen == [[expected]]:
-                return
-        else:
-            seen = body
-        time.sleep(0.25)
-    raise AssertionError(f"after {VISIBLE_TIMEOUT_SECONDS} s, select count() answers {seen}, not [[{expected}]]")
-
-
 def iso(moment):
     """A DuckDB timestamp in our response format: UTC, '+00:00', microseconds only when non-zero."""
     moment = moment.astimezone(UTC)
@@ -517,10 +460,7 @@ def check(backend, events):
         table = table.select([c for c in table.column_names if not (c.startswith("p_") or c.startswith("pp_") or c == "__shred")])
         assert table.num_rows == len(events), f"the Delta table has {table.num_rows} rows, {len(events)} were sent"
         assert sorted(table.column("uuid").to_pylist()) == sorted(e["uuid"] for e in events), "the lake's uuids are not the ones sent"
-        connection = duckdb.connect()
-        for statement in DUCKDB_SETUP:
-            connection.execute(statement)
-        connection.register("events", table)
+        connection = duckdb_over(table, DUCKDB_MACROS)
 
         failures = []
         for name, hogql, sql, ordered in CASES:

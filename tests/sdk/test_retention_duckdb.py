@@ -25,16 +25,12 @@ import json
 import os
 import random
 import sys
-import uuid
 from zoneinfo import ZoneInfo
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
-from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import capture, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from node_harness import expect_refusals, loaded, post_node, report, seeded_event, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 USERS = [f"user-{k:02d}" for k in range(70)]
@@ -53,13 +49,7 @@ def make_events():
         else:
             moment = datetime.datetime.combine(day, datetime.time(0), UTC) + datetime.timedelta(
                 seconds=rng.randrange(86400))
-        events.append({
-            "event": name,
-            "distinct_id": distinct_id,
-            "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "timestamp": moment.isoformat().replace("+00:00", "Z"),
-            "properties": {"plan": plan} if plan else {},
-        })
+        events.append(seeded_event(rng, name, distinct_id, moment, {"plan": plan} if plan else {}))
 
     for index, user in enumerate(USERS):
         plan = rng.choice(["free", "pro", None])
@@ -234,32 +224,15 @@ def compare(name, timezone, node, server, connection):
             f"  ours:\n      {describe(ours or [])}\n  DuckDB's:\n      {describe(want)}")
 
 
-def invalid_nodes(server):
-    failures = []
-    for node, attr in [
-        ({"retentionFilter": {"period": "Year"}}, "retentionFilter.period"),
-        ({"retentionFilter": {"totalIntervals": -1}}, "retentionFilter.totalIntervals"),
-        ({"retentionFilter": {"retentionType": "sometimes"}}, "retentionFilter.retentionType"),
-    ]:
-        status, body = run_query(server, node)
-        # The query API names fields inside its `query` body.
-        if status != 400 or (body or {}).get("attr") not in (attr, f"query.{attr}"):
-            failures.append(f"invalid node {json.dumps(node)}: HTTP {status} {json.dumps(body)} (want 400 naming {attr})")
-    return failures
+INVALID = [
+    ({"retentionFilter": {"period": "Year"}}, "retentionFilter.period"),
+    ({"retentionFilter": {"totalIntervals": -1}}, "retentionFilter.totalIntervals"),
+    ({"retentionFilter": {"retentionType": "sometimes"}}, "retentionFilter.retentionType"),
+]
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
-        capture(server, events)
-        wait_until_visible(server, len(events))
-        table = server.table().to_pyarrow_table()
-        assert table.num_rows == len(events), f"the Delta table has {table.num_rows} rows, {len(events)} were sent"
-        connection = duckdb.connect()
-        connection.execute("SET TimeZone = 'UTC'")
-        connection.register("events", table)
-
+    with loaded(backend, events) as (server, connection, logs):
         failures = []
         zone = "UTC"
         for name, timezone, node in CASES:
@@ -269,11 +242,10 @@ def check(backend, events):
             problem = compare(name, timezone, node, server, connection)
             if problem:
                 failures.append(problem)
-        failures.extend(invalid_nodes(server))
-        report(backend, failures, logs, len(CASES) + 3)
-        print(f"{backend}: {len(CASES)} retention queries match DuckDB over the Delta table, and 3 invalid nodes are 400s")
-    finally:
-        server.stop()
+        expect_refusals(server, INVALID, failures, run=run_query)
+        report(backend, failures, logs, len(CASES) + len(INVALID))
+        print(f"{backend}: {len(CASES)} retention queries match DuckDB over the Delta table, "
+              f"and {len(INVALID)} invalid nodes are 400s")
 
 
 def main():

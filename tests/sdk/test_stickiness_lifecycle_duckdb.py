@@ -23,13 +23,10 @@ import sys
 import uuid
 import zoneinfo
 
-import duckdb
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
-from test_posthog_sdk import run_on_backends, Server  # noqa: E402
-from test_query_duckdb import capture, post_query, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from node_harness import loaded, post_node, post_query, report, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 NEW_YORK = "America/New_York"
@@ -320,17 +317,7 @@ def check_persons_created_at_first_event(server, connection, failures):
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
-        capture(server, events)
-        wait_until_visible(server, len(events))
-        table = server.table().to_pyarrow_table()
-        connection = duckdb.connect()
-        connection.execute("SET TimeZone = 'UTC'")
-        connection.register("events_arrow", table)
-        connection.execute("create view ev as select *, cast(timestamp as timestamptz) ts from events_arrow")
-
+    with loaded(backend, events, view=True) as (server, connection, logs):
         failures = []
         check_persons_created_at_first_event(server, connection, failures)
         stickiness_cases(server, connection, "UTC", failures)
@@ -341,8 +328,6 @@ def check(backend, events):
         lifecycle_cases(server, connection, NEW_YORK, failures)
         report(backend, failures, logs, "the stickiness and lifecycle")
         print(f"{backend}: every StickinessQuery and LifecycleQuery matches DuckDB over the Delta table")
-    finally:
-        server.stop()
 
 
 def main():

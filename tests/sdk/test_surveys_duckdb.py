@@ -21,7 +21,6 @@ import math
 import os
 import random
 import sys
-import time
 import urllib.parse
 import uuid
 
@@ -31,7 +30,7 @@ from posthog import Posthog
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from node_harness import keep_logs, report, request  # noqa: E402
+from node_harness import keep_logs, report, request, wait_for_lake  # noqa: E402
 
 UTC = datetime.timezone.utc
 VISIBLE_TIMEOUT_SECONDS = 120
@@ -145,20 +144,6 @@ def send_events(server, s_id, t_id, base, before_s):
     finally:
         sdk.shutdown()
     return sent
-
-
-def wait_for_lake(server, expected):
-    deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
-    rows = -1
-    while time.monotonic() < deadline:
-        try:
-            rows = server.table().to_pyarrow_table(columns=["uuid"]).num_rows
-        except Exception:  # the table does not exist before the first commit
-            rows = -1
-        if rows >= expected:
-            break
-        time.sleep(0.5)
-    assert rows == expected, f"the Delta table has {rows} rows, {expected} events were sent"
 
 
 # --- DuckDB: the independent answers -----------------------------------------------------------
@@ -405,7 +390,7 @@ def check(backend):
             created[name] = body
         s, t = created["S"], created["T"]
         sent = send_events(server, s["id"], t["id"], base, base - datetime.timedelta(days=2))
-        wait_for_lake(server, sent)
+        wait_for_lake(server, sent, VISIBLE_TIMEOUT_SECONDS)
         db = load(server)
 
         # One survey: from its start; a window inside it.

@@ -18,16 +18,12 @@ import math
 import os
 import random
 import sys
-import uuid
 import zoneinfo
-
-import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
-from test_posthog_sdk import Server, run_on_backends  # noqa: E402
-from test_query_duckdb import capture, wait_until_visible  # noqa: E402
-from node_harness import keep_logs, post_node, report, set_timezone  # noqa: E402
+from test_posthog_sdk import run_on_backends  # noqa: E402
+from node_harness import loaded, post_node, report, seeded_event, set_timezone  # noqa: E402
 
 UTC = datetime.timezone.utc
 NEW_YORK = "America/New_York"
@@ -63,18 +59,12 @@ def make_events():
             properties["amount"] = round(rng.uniform(0, 300), 2)
         elif roll < 0.87:
             properties["amount"] = rng.choice(["12", "n/a", "7.5"])
-        events.append({
-            "event": rng.choices(["$pageview", "signed_up", "purchased"], [70, 12, 18])[0],
-            "distinct_id": distinct_id,
-            "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "timestamp": moment.isoformat().replace("+00:00", "Z"),
-            "properties": properties,
-        })
+        name = rng.choices(["$pageview", "signed_up", "purchased"], [70, 12, 18])[0]
+        events.append(seeded_event(rng, name, distinct_id, moment, properties))
     return events
 
 
-DUCKDB_SETUP = [
-    "SET TimeZone = 'UTC'",
+DUCKDB_MACROS = [
     "CREATE MACRO prop(j, path) AS nullif(json_extract_string(j, path), '')",
     "CREATE MACRO to_float(x) AS TRY_CAST(x AS DOUBLE)",
 ]
@@ -384,26 +374,13 @@ def new_york_cases(server, connection, failures):
 
 
 def check(backend, events):
-    server = Server(backend)
-    logs = keep_logs(server)
-    try:
-        capture(server, events)
-        wait_until_visible(server, len(events))
-        table = server.table().to_pyarrow_table()
-        connection = duckdb.connect()
-        for statement in DUCKDB_SETUP:
-            connection.execute(statement)
-        connection.register("events_arrow", table)
-        connection.execute("create view ev as select *, cast(timestamp as timestamptz) ts from events_arrow")
-
+    with loaded(backend, events, DUCKDB_MACROS, view=True) as (server, connection, logs):
         failures = []
         utc_cases(server, connection, failures)
         set_timezone(server, NEW_YORK)
         new_york_cases(server, connection, failures)
         report(backend, failures, logs, "the trends")
         print(f"{backend}: every TrendsQuery matches DuckDB over the Delta table")
-    finally:
-        server.stop()
 
 
 def main():

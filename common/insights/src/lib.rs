@@ -150,6 +150,7 @@ pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
 pub(crate) mod testing {
     use chrono::{DateTime, Utc};
     use chrono_tz::Tz;
+    use serde_json::{Value, json};
 
     use crate::Context;
 
@@ -179,5 +180,33 @@ pub(crate) mod testing {
         DateTime::parse_from_rfc3339(text)
             .map(|moment| moment.with_timezone(&Utc))
             .unwrap_or_else(|error| panic!("test instant {text}: {error}"))
+    }
+
+    /// The context of the series nodes' tests: New York, at noon UTC on 1 June 2024, weeks
+    /// from Sunday.
+    pub fn new_york() -> Context {
+        context(chrono_tz::America::New_York, "2024-06-01T12:00:00Z", 0)
+    }
+
+    /// A `kind` node of one `$pageview` series from 9 March 2024 to `date_to`, with the fields
+    /// of `extra` (an object) set over it.
+    pub fn pageview_node(kind: &str, date_to: &str, extra: Value) -> Value {
+        let mut node = json!({
+            "kind": kind,
+            "series": [{"kind": "EventsNode", "event": "$pageview"}],
+            "dateRange": {"date_from": "2024-03-09", "date_to": date_to},
+        });
+        if let (Value::Object(node), Value::Object(extra)) = (&mut node, extra) {
+            node.extend(extra);
+        }
+        node
+    }
+
+    /// The field `compile` names in refusing `node`; panics when it compiles.
+    pub fn error_attr(node: &Value, ctx: &Context) -> String {
+        match crate::compile(node, ctx) {
+            Ok(_) => panic!("compiled {node}"),
+            Err(invalid) => invalid.attr,
+        }
     }
 }

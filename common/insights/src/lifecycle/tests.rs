@@ -1,28 +1,10 @@
 use serde_json::{Value, json};
 
-use crate::{Context, Table};
-
-fn context() -> Context {
-    crate::testing::context(chrono_tz::America::New_York, "2024-06-01T12:00:00Z", 0)
-}
+use crate::Table;
+use crate::testing::{error_attr, new_york, pageview_node};
 
 fn node(extra: Value) -> Value {
-    let mut node = json!({
-        "kind": "LifecycleQuery",
-        "series": [{"kind": "EventsNode", "event": "$pageview"}],
-        "dateRange": {"date_from": "2024-03-09", "date_to": "2024-03-11"},
-    });
-    if let (Value::Object(node), Value::Object(extra)) = (&mut node, extra) {
-        node.extend(extra);
-    }
-    node
-}
-
-fn error_attr(node: Value) -> String {
-    match crate::compile(&node, &context()) {
-        Ok(_) => panic!("compiled {node}"),
-        Err(invalid) => invalid.attr,
-    }
+    pageview_node("LifecycleQuery", "2024-03-11", extra)
 }
 
 #[test]
@@ -60,7 +42,11 @@ fn invalid_nodes_name_the_field() {
         ),
         (json!({"stickinessFilter": {}}), "stickinessFilter"),
     ] {
-        assert_eq!(error_attr(node(extra.clone())), attr, "{extra}");
+        assert_eq!(
+            error_attr(&node(extra.clone()), &new_york()),
+            attr,
+            "{extra}"
+        );
     }
 }
 
@@ -70,7 +56,7 @@ fn the_query_reads_one_interval_either_side_and_the_persons_creation() {
         "properties": [{"key": "$browser", "value": "Chrome", "operator": "exact", "type": "event"}],
         "lifecycleFilter": {"toggledLifecycles": ["new", "dormant"], "showValuesOnSeries": true},
     }));
-    let compiled = crate::compile(&node, &context()).unwrap();
+    let compiled = crate::compile(&node, &new_york()).unwrap();
     assert_eq!(compiled.queries.len(), 1);
     let query = &compiled.queries[0];
     // From 8 March (the day before) through 11 March, New York days.
@@ -93,7 +79,7 @@ fn the_query_reads_one_interval_either_side_and_the_persons_creation() {
 
 #[test]
 fn results_come_in_posthogs_order_with_dormant_negative() {
-    let compiled = crate::compile(&node(json!({})), &context()).unwrap();
+    let compiled = crate::compile(&node(json!({})), &new_york()).unwrap();
     let rows = [
         (1, "new", 3),
         (2, "returning", 2),

@@ -1,28 +1,10 @@
 use serde_json::{Value, json};
 
-use crate::{Context, Table};
-
-fn context() -> Context {
-    crate::testing::context(chrono_tz::America::New_York, "2024-06-01T12:00:00Z", 0)
-}
+use crate::Table;
+use crate::testing::{error_attr, new_york, pageview_node};
 
 fn node(extra: Value) -> Value {
-    let mut node = json!({
-        "kind": "StickinessQuery",
-        "series": [{"kind": "EventsNode", "event": "$pageview"}],
-        "dateRange": {"date_from": "2024-03-09", "date_to": "2024-03-12"},
-    });
-    if let (Value::Object(node), Value::Object(extra)) = (&mut node, extra) {
-        node.extend(extra);
-    }
-    node
-}
-
-fn error_attr(node: Value) -> String {
-    match crate::compile(&node, &context()) {
-        Ok(_) => panic!("compiled {node}"),
-        Err(invalid) => invalid.attr,
-    }
+    pageview_node("StickinessQuery", "2024-03-12", extra)
 }
 
 fn rows(rows: &[(i64, i64)]) -> Table {
@@ -93,7 +75,11 @@ fn invalid_nodes_name_the_field() {
         ),
         (json!({"stickinesFilter": {}}), "stickinesFilter"),
     ] {
-        assert_eq!(error_attr(node(extra.clone())), attr, "{extra}");
+        assert_eq!(
+            error_attr(&node(extra.clone()), &new_york()),
+            attr,
+            "{extra}"
+        );
     }
 }
 
@@ -106,7 +92,7 @@ fn one_query_per_series_counts_actors_per_number_of_intervals() {
         ],
         "stickinessFilter": {"stickinessCriteria": {"operator": "gte", "value": 2}},
     }));
-    let compiled = crate::compile(&node, &context()).unwrap();
+    let compiled = crate::compile(&node, &new_york()).unwrap();
     assert_eq!(compiled.queries.len(), 2);
     let first = &compiled.queries[0];
     // 9 March 00:00 in New York is 05:00 UTC; 12 March ends at 03:59:59 UTC the next day (DST).
@@ -139,7 +125,7 @@ fn one_query_per_series_counts_actors_per_number_of_intervals() {
 
 #[test]
 fn results_are_zero_filled_and_labelled() {
-    let compiled = crate::compile(&node(json!({})), &context()).unwrap();
+    let compiled = crate::compile(&node(json!({})), &new_york()).unwrap();
     let body = compiled.assemble(vec![rows(&[(1, 5), (3, 2)])]).unwrap();
     let result = &body["results"][0];
     assert_eq!(result["data"], json!([5, 0, 2, 0]));
@@ -163,7 +149,7 @@ fn cumulative_counts_actors_active_at_least_so_often() {
         json!({"interval": "week", "stickinessFilter": {"computedAs": "cumulative"},
         "dateRange": {"date_from": "2024-03-01", "date_to": "2024-03-20"}}),
     );
-    let compiled = crate::compile(&node, &context()).unwrap();
+    let compiled = crate::compile(&node, &new_york()).unwrap();
     assert!(
         compiled.queries[0].contains("intDiv(intDiv("),
         "{}",
@@ -184,7 +170,7 @@ fn cumulative_counts_actors_active_at_least_so_often() {
 fn compare_adds_the_previous_period_after_each_series() {
     let node = node(json!({"compareFilter": {"compare": true},
         "series": [{"event": "a"}, {"event": "b"}]}));
-    let compiled = crate::compile(&node, &context()).unwrap();
+    let compiled = crate::compile(&node, &new_york()).unwrap();
     assert_eq!(compiled.queries.len(), 4);
     assert!(
         compiled.queries[1].contains("toDateTime('2024-03-05 05:00:00.000000Z')"),
