@@ -97,14 +97,16 @@ pub(crate) fn classify(error: DataFusionError) -> QueryError {
     let text = error.to_string();
     let mut current: Option<&(dyn Error + 'static)> = Some(&error);
     while let Some(cause) = current {
-        if let Some(DataFusionError::ResourcesExhausted(_)) =
-            cause.downcast_ref::<DataFusionError>()
-        {
-            return QueryError::Memory;
-        }
-        if let Some(arrow) = cause.downcast_ref::<datafusion::arrow::error::ArrowError>()
-            && matches!(arrow, datafusion::arrow::error::ArrowError::MemoryError(_))
-        {
+        let exhausted = matches!(
+            cause.downcast_ref::<DataFusionError>(),
+            Some(DataFusionError::ResourcesExhausted(_))
+        ) || matches!(
+            cause.downcast_ref::<datafusion::arrow::error::ArrowError>(),
+            Some(datafusion::arrow::error::ArrowError::MemoryError(_))
+        );
+        if exhausted {
+            // The answer says only that memory ran out; the operator needs which operator.
+            tracing::warn!(cause = %text, "query ran out of memory");
             return QueryError::Memory;
         }
         current = cause.source();
