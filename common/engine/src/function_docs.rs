@@ -155,6 +155,11 @@ pub(super) const DOCS: &[(&str, &str, &str)] = &[
         "PostHog's funnel aggregate (steps, window, attribution, order, exclusions, events)",
     ),
     (
+        "Aggregates",
+        "aggregatePaths",
+        "Each actor's path steps (step limit, session gap seconds, start point, end point, timestamp, item), as tuples",
+    ),
+    (
         "Window functions",
         "row_number",
         "The row's number in its window, from 1",

@@ -32,7 +32,8 @@ use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
-use datafusion::physical_expr::expressions::Literal;
+
+use crate::grouped_rows::{GroupedRows, constant_argument};
 
 /// The name the rewriter maps `aggregateFunnel` to.
 pub const NAME: &str = "hogql_aggregate_funnel";
@@ -69,7 +70,7 @@ pub struct Params {
 }
 
 /// One input row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Event {
     pub micros: i64,
     pub steps: u64,
@@ -157,16 +158,7 @@ impl AggregateUDFImpl for AggregateFunnel {
 
 /// The constant arguments, read from the planned expressions.
 fn params(args: &AccumulatorArgs) -> Result<Params> {
-    let constant = |index: usize| -> Result<ScalarValue> {
-        match args
-            .exprs
-            .get(index)
-            .and_then(|expr| expr.downcast_ref::<Literal>())
-        {
-            Some(literal) => Ok(literal.value().clone()),
-            None => exec_err!("aggregateFunnel: argument {} must be a constant", index + 1),
-        }
-    };
+    let constant = |index: usize| constant_argument(args, index, "aggregateFunnel");
     let integer = |index: usize| -> Result<i64> {
         match constant(index)?.cast_to(&DataType::Int64)? {
             ScalarValue::Int64(Some(value)) => Ok(value),
@@ -347,98 +339,17 @@ fn results<'a>(params: Params, groups: impl Iterator<Item = &'a mut [Event]>) ->
     out.finish()
 }
 
-const EVENT_BYTES: usize = std::mem::size_of::<Event>();
-
-/// Every event taken, in arrival order, with its group's index; grouped by a counting sort when
-/// emitted. (A vector per group, grown event by event, each push into another group's buffer,
-/// was the funnel's largest cost in `perf`, with the allocator's.)
+/// The events taken, by actor.
 struct FunnelGroups {
     params: Params,
-    /// Groups known (`total_num_groups`).
-    groups: usize,
-    owners: Vec<u32>,
-    events: Vec<Event>,
-}
-
-/// Events by group: group `g`'s are `events[offsets[g]..offsets[g + 1]]`.
-struct Grouped {
-    offsets: Vec<usize>,
-    events: Vec<Event>,
-}
-
-impl Grouped {
-    fn slices(&mut self) -> impl ExactSizeIterator<Item = &mut [Event]> {
-        let mut rest: &mut [Event] = &mut self.events;
-        self.offsets.windows(2).map(move |bounds| {
-            let (group, after) = std::mem::take(&mut rest).split_at_mut(bounds[1] - bounds[0]);
-            rest = after;
-            group
-        })
-    }
+    rows: GroupedRows<Event>,
 }
 
 impl FunnelGroups {
     fn new(params: Params) -> Self {
         Self {
             params,
-            groups: 0,
-            owners: Vec::new(),
-            events: Vec::new(),
-        }
-    }
-
-    fn know(&mut self, total_num_groups: usize) -> Result<()> {
-        if total_num_groups > u32::MAX as usize {
-            return exec_err!("aggregateFunnel: more than {} actors", u32::MAX);
-        }
-        self.groups = self.groups.max(total_num_groups);
-        Ok(())
-    }
-
-    fn push(&mut self, group: usize, event: Event) {
-        self.owners.push(group as u32);
-        self.events.push(event);
-    }
-
-    /// The events of the groups `emit_to` names, grouped; the later groups' stay, renumbered.
-    fn take(&mut self, emit_to: EmitTo) -> Grouped {
-        let emitted = match emit_to {
-            EmitTo::All => self.groups,
-            EmitTo::First(n) => n.min(self.groups),
-        };
-        let mut offsets = vec![0usize; emitted + 1];
-        for &owner in &self.owners {
-            if let Some(count) = offsets.get_mut(owner as usize + 1) {
-                *count += 1;
-            }
-        }
-        for group in 0..emitted {
-            offsets[group + 1] += offsets[group];
-        }
-        let placeholder = Event {
-            micros: 0,
-            steps: 0,
-            exclusions: 0,
-        };
-        let mut grouped = vec![placeholder; offsets[emitted]];
-        let mut next = offsets[..emitted].to_vec();
-        let (owners, events) = (
-            std::mem::take(&mut self.owners),
-            std::mem::take(&mut self.events),
-        );
-        for (owner, event) in owners.into_iter().zip(events) {
-            let owner = owner as usize;
-            if owner < emitted {
-                grouped[next[owner]] = event;
-                next[owner] += 1;
-            } else {
-                self.push(owner - emitted, event);
-            }
-        }
-        self.groups -= emitted;
-        Grouped {
-            offsets,
-            events: grouped,
+            rows: GroupedRows::new(),
         }
     }
 }
@@ -451,25 +362,25 @@ impl GroupsAccumulator for FunnelGroups {
         opt_filter: Option<&BooleanArray>,
         total_num_groups: usize,
     ) -> Result<()> {
-        self.know(total_num_groups)?;
+        self.rows.know(total_num_groups, "aggregateFunnel")?;
         let columns = Columns::new(values)?;
         for (row, &group) in group_indices.iter().enumerate() {
             if passes(opt_filter, row)
                 && let Some(event) = columns.event(row, self.params.order)
             {
-                self.push(group, event);
+                self.rows.push(group, event);
             }
         }
         Ok(())
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        let mut taken = self.take(emit_to);
+        let mut taken = self.rows.take(emit_to);
         Ok(Arc::new(results(self.params, taken.slices())))
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        let mut taken = self.take(emit_to);
+        let mut taken = self.rows.take(emit_to);
         Ok(state_arrays(taken.slices().map(|events| &*events)))
     }
 
@@ -479,11 +390,11 @@ impl GroupsAccumulator for FunnelGroups {
         group_indices: &[usize],
         total_num_groups: usize,
     ) -> Result<()> {
-        self.know(total_num_groups)?;
+        self.rows.know(total_num_groups, "aggregateFunnel")?;
         let states = StateRows::new(values)?;
         for (row, &group) in group_indices.iter().enumerate() {
             for event in states.events(row) {
-                self.push(group, event);
+                self.rows.push(group, event);
             }
         }
         Ok(())
@@ -506,7 +417,7 @@ impl GroupsAccumulator for FunnelGroups {
     }
 
     fn size(&self) -> usize {
-        self.owners.capacity() * std::mem::size_of::<u32>() + self.events.capacity() * EVENT_BYTES
+        self.rows.size()
     }
 }
 
@@ -534,7 +445,7 @@ impl Accumulator for FunnelAccumulator {
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of_val(self) + self.events.capacity() * EVENT_BYTES
+        std::mem::size_of_val(self) + self.events.capacity() * std::mem::size_of::<Event>()
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {

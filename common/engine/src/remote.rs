@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 pub use crate::progress::RemoteProgress;
-use crate::{date_trunc, event_names, funnel, typing, udfs, uniq};
+use crate::{date_trunc, event_names, funnel, paths, typing, udfs, uniq};
 
 /// Where a session's large queries run instead of in this process.
 pub trait Cluster: Send + Sync {
@@ -141,6 +141,7 @@ pub(crate) fn scalar_functions(
 pub fn aggregate_functions() -> Vec<AggregateUDF> {
     vec![
         funnel::aggregate_funnel(),
+        paths::aggregate_paths(),
         uniq::aggregate_uniq(),
         uniq::aggregate_uniq_exact(),
     ]

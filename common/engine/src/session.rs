@@ -21,8 +21,8 @@ use crate::bindings::Page;
 use crate::error::classify;
 use crate::progress::{self, Progress};
 use crate::{
-    Prepared, QueryError, clickhouse_defaults, day_bounds, dense_groups, funnel, plain_scan,
-    portable_scan, remote, results, shredded, single_phase, tables, udfs,
+    Prepared, QueryError, clickhouse_defaults, day_bounds, dense_groups, plain_scan, portable_scan,
+    remote, results, shredded, single_phase, tables, udfs,
 };
 use remote::{Cluster, Engine, Placement};
 
@@ -74,9 +74,9 @@ pub async fn open_session(
         .set_bool("datafusion.sql_parser.enable_ident_normalization", false)
         // `now()`, `today()` and `yesterday()` in the project's time zone, as in PostHog.
         .set_str("datafusion.execution.time_zone", zone.name());
-    if prepared.sql.contains(funnel::NAME) {
-        // A funnel's partial aggregation reduces nothing (its state is every event it was
-        // given) and held a second copy of them all. `single_phase` removes that phase; where
+    if single_phase::calls_one_phase_aggregate(&prepared.sql) {
+        // A funnel's or paths' partial aggregation reduces nothing (its state is every event it
+        // was given) and held a second copy of them all. `single_phase` removes that phase; where
         // its rule does not apply, rows go straight to the final aggregation after the first
         // batch.
         let execution = &mut config.options_mut().execution;
@@ -114,7 +114,7 @@ pub async fn open_session(
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(plain_scan::PlainDeltaScans))
         .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups))
-        .with_physical_optimizer_rule(Arc::new(single_phase::SinglePhaseFunnels));
+        .with_physical_optimizer_rule(Arc::new(single_phase::SinglePhaseActorAggregates));
     if prepared.clickhouse_defaults {
         builder = builder.with_analyzer_rule(Arc::new(clickhouse_defaults::ClickHouseDefaults));
     }

@@ -1,4 +1,4 @@
-//! Funnels aggregate in one phase. DataFusion plans every grouped aggregation as a partial phase
+//! Per-actor aggregates (funnels, paths) aggregate in one phase. DataFusion plans every grouped aggregation as a partial phase
 //! per input partition, a hash repartition of the partial states, and a final phase. A funnel's
 //! partial phase reduces nothing (its state is every event it was given), so each row was packed
 //! into a state, sent on, unpacked and merged: in `perf` that was more time than the grouping
@@ -17,12 +17,20 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 
-use crate::funnel;
+use crate::{funnel, paths};
+
+/// The aggregates whose state is every row they were given.
+const ONE_PHASE: [&str; 2] = [funnel::NAME, paths::NAME];
+
+/// Whether the query text calls one of them (its partial phase is then skipped).
+pub(crate) fn calls_one_phase_aggregate(sql: &str) -> bool {
+    ONE_PHASE.iter().any(|name| sql.contains(name))
+}
 
 #[derive(Debug, Default)]
-pub struct SinglePhaseFunnels;
+pub struct SinglePhaseActorAggregates;
 
-impl PhysicalOptimizerRule for SinglePhaseFunnels {
+impl PhysicalOptimizerRule for SinglePhaseActorAggregates {
     fn optimize(
         &self,
         plan: Arc<dyn ExecutionPlan>,
@@ -36,7 +44,7 @@ impl PhysicalOptimizerRule for SinglePhaseFunnels {
     }
 
     fn name(&self) -> &str {
-        "single_phase_funnels"
+        "single_phase_actor_aggregates"
     }
 
     fn schema_check(&self) -> bool {
@@ -44,7 +52,7 @@ impl PhysicalOptimizerRule for SinglePhaseFunnels {
     }
 }
 
-/// The one-phase plan of a final aggregation with a funnel among its aggregates, when its input
+/// The one-phase plan of a final aggregation with a per-actor aggregate among its aggregates, when its input
 /// is the hash repartition of a partial phase with plain group keys.
 fn single_phase(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let Some(last) = node.downcast_ref::<AggregateExec>() else {
@@ -54,7 +62,7 @@ fn single_phase(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn Executio
         || !last
             .aggr_expr()
             .iter()
-            .any(|aggregate| aggregate.fun().name() == funnel::NAME)
+            .any(|aggregate| ONE_PHASE.contains(&aggregate.fun().name()))
     {
         return Ok(None);
     }
@@ -111,7 +119,7 @@ mod tests {
             .with_config(config)
             .with_default_features();
         if single_phase {
-            builder = builder.with_physical_optimizer_rule(Arc::new(SinglePhaseFunnels));
+            builder = builder.with_physical_optimizer_rule(Arc::new(SinglePhaseActorAggregates));
         }
         let ctx = SessionContext::new_with_state(builder.build());
         ctx.register_udaf(funnel::aggregate_funnel());

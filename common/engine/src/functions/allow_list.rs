@@ -218,6 +218,8 @@ pub(super) static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::n
         ("covarSamp", agg(2, 2, Rename("covar_samp"))),
         // Funnels: steps reached and conversion times per actor (sql/funnel.rs).
         ("aggregateFunnel", agg(6, 6, Rename(crate::funnel::NAME))),
+        // Paths: each actor's kept steps (paths.rs).
+        ("aggregatePaths", agg(6, 6, Rename(crate::paths::NAME))),
         // Window functions.
         ("row_number", meta(0, 0, Rename("row_number"))),
         ("rank", meta(0, 0, Rename("rank"))),

@@ -34,12 +34,12 @@ use crate::{Compiled, Context, Invalid};
 
 /// PostHog's `EVENT_IN_SESSION_LIMIT_DEFAULT`.
 const DEFAULT_STEP_LIMIT: u64 = 5;
+/// The most steps a session keeps (the engine's `aggregatePaths` bound).
+const MAX_STEP_LIMIT: u64 = 1_000;
 /// PostHog's `EDGE_LIMIT_DEFAULT`.
 const DEFAULT_EDGE_LIMIT: u64 = 50;
 /// A gap this long (seconds) or longer between two events starts a new session.
 const SESSION_GAP_SECONDS: i64 = 30 * 60;
-/// The step standing for the middle of a path cut to its first and last halves.
-const ELLIPSIS: &str = "...";
 
 pub fn compile(node: &Value, ctx: &Context) -> Result<Compiled, Invalid> {
     let plan = Plan::parse(node, ctx)?;

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use super::{DEFAULT_EDGE_LIMIT, DEFAULT_STEP_LIMIT, Plan, Point, Target};
+use super::{DEFAULT_EDGE_LIMIT, DEFAULT_STEP_LIMIT, MAX_STEP_LIMIT, Plan, Point, Target};
 use crate::date_range::{self, Interval};
 use crate::{Context, Invalid, filters, series, sql_text};
 
@@ -107,6 +107,12 @@ impl Plan {
         let item = item_expression(&filter, &types, &excluded, ctx)?;
         let step_limit = match filter.step_limit {
             None | Some(0) => DEFAULT_STEP_LIMIT,
+            Some(limit) if limit > MAX_STEP_LIMIT => {
+                return Err(Invalid::new(
+                    "pathsFilter.stepLimit",
+                    format!("Ensure this value is less than or equal to {MAX_STEP_LIMIT}."),
+                ));
+            }
             Some(limit) => limit,
         };
         let edge_limit = match filter.edge_limit {

@@ -30,6 +30,7 @@ fn invalid_nodes_name_the_field() {
             "pathsFilter.includeEventTypes[1]",
         ),
         (node(json!({"stepLimit": "five"})), "pathsFilter.stepLimit"),
+        (node(json!({"stepLimit": 1001})), "pathsFilter.stepLimit"),
         (
             node(json!({"localPathCleaningFilters": [{"regex": "\\d+"}]})),
             "pathsFilter.localPathCleaningFilters[0]",
@@ -118,40 +119,32 @@ fn path_replacements_apply_the_project_rules_before_the_nodes() {
 
 #[test]
 fn targets_and_limits_pick_the_kept_steps() {
+    // The engine's aggregatePaths keeps the steps (its own tests hold the semantics).
     let plain = query(node(json!({})));
     assert!(
-        plain.contains("FROM positions WHERE position <= 5)"),
+        plain.contains("aggregatePaths(5, 1800, NULL, NULL, timestamp, path_item)"),
         "{plain}"
     );
     assert!(plain.contains("LIMIT 50"), "{plain}");
-    assert!(plain.contains("< 1800, 0, 1) AS new_session"), "{plain}");
 
     // A lone start point loses its trailing slash; PostHog's default edge limit is replaced.
     let start = query(node(
         json!({"startPoint": "/a/", "stepLimit": 3, "edgeLimit": 7}),
     ));
-    assert!(start.contains("WHERE path_item = '/a' GROUP BY"), "{start}");
     assert!(
-        start.contains("positions.position < marks.start_at + 3"),
+        start.contains("aggregatePaths(3, 1800, '/a', NULL,"),
         "{start}"
     );
     assert!(start.contains("LIMIT 7"), "{start}");
 
     let end = query(node(json!({"endPoint": "/z"})));
-    assert!(
-        end.contains("positions.position + 5 - greatest(marks.end_at, 5) AS step"),
-        "{end}"
-    );
+    assert!(end.contains("aggregatePaths(5, 1800, NULL, '/z',"), "{end}");
 
     let both = query(node(
         json!({"startPoint": "/a", "endPoint": "/z", "stepLimit": 4}),
     ));
     assert!(
-        both.contains("if(length > 4 AND relative = 3, '...', path_item)"),
-        "{both}"
-    );
-    assert!(
-        both.contains("relative + 2 > length, relative + 5 - length, 0)"),
+        both.contains("aggregatePaths(4, 1800, '/a', '/z',"),
         "{both}"
     );
 
