@@ -26,6 +26,14 @@ rules as its runners have them, not our SQL:
   all users).
 - actors: the person ids behind a multiple-breakdown trends point, a cohort trends point, and
   funnel steps of a multiple-breakdown and a cohort funnel.
+- histogram bins (trends): per series, `n` equal bins from the least to the greatest number of
+  the series' events in range (`span / n * x + low`, the last bin's high 0.01 further, in Python's
+  doubles), each event's number in the first bin `[low, high)` holding it, labelled with the
+  bounds as ClickHouse writes a Float64 (`[10,17.5]`); no number (missing, empty, not numeric) is
+  the null label. A bin's persons: the events whose number is in it.
+- path cleaning: the project's `path_cleaning_filters` replaced in order (DuckDB's
+  `regexp_replace(..., 'g')`), before `normalize_url`, in trends, funnels and a trends point's
+  persons.
 
 Run: `python tests/sdk/test_breakdowns_duckdb.py <analytics binary> [emulator endpoint]`.
 """
@@ -57,9 +65,34 @@ FROM, TO = datetime.date(2024, 3, 2), datetime.date(2024, 3, 12)
 RANGE = {"date_from": FROM.isoformat(), "date_to": TO.isoformat()}
 
 
+PAGES = ["/item/{n}", "/item/{n}/reviews", "/docs/{word}?ref={n}", "/docs/{word}", "/", "/about/", "/pricing?plan={word}"]
+WORDS = ["intro", "api", "faq"]
+
+
+def extra_properties(rng):
+    """A price (a number, or missing, empty, not a number or a number as text) and a path."""
+    properties = {}
+    roll = rng.random()
+    if roll < 0.78:
+        properties["price"] = round(rng.uniform(0.5, 249.99), 2)
+    elif roll < 0.83:
+        properties["price"] = ""
+    elif roll < 0.87:
+        properties["price"] = "n/a"
+    elif roll < 0.92:
+        properties["price"] = f"{rng.uniform(1, 200):.1f}"
+    roll = rng.random()
+    if roll < 0.85:
+        properties["$pathname"] = rng.choice(PAGES).format(n=rng.randrange(1, 400), word=rng.choice(WORDS))
+    elif roll < 0.9:
+        properties["$pathname"] = ""
+    return properties
+
+
 def make_events():
     """Deterministic events: per user a few visits, each a walk towards a purchase."""
     rng = random.Random(20240302)
+    extra = random.Random(77)
     events = []
     for index, distinct_id in enumerate(USERS):
         plan = PLANS[index % 3]
@@ -80,6 +113,7 @@ def make_events():
                     properties["$os"] = system
                 if plan is not None:
                     properties["$set"] = {"plan": plan}
+                properties.update(extra_properties(extra))
                 name = rng.choices(STEPS + ["clicked"], [50, 20, 12, 18])[0]
                 events.append(seeded_event(rng, name, distinct_id, moment, properties))
                 moment += datetime.timedelta(seconds=rng.randrange(5, 4000), microseconds=rng.randrange(1, 1_000_000))
@@ -94,6 +128,18 @@ BROWSER = f"coalesce(prop(properties, '$.\"$browser\"'), '{NULL}')"
 SYSTEM = f"coalesce(prop(properties, '$.\"$os\"'), '{NULL}')"
 PLAN = f"coalesce(prop(person_properties, '$.plan'), '{NULL}')"
 UPPER_EVENT = "upper(event)"
+# The project's path cleaning rules; the last only matches once the query string is gone.
+PATH_RULES = [{"alias": "/item/<id>", "regex": "/item/\\d+"}, {"alias": "", "regex": "\\?.*$"},
+              {"alias": "/docs/<page>", "regex": "^/docs/[a-z]+$"}]
+# Read as the dialect reads a property (an empty text is none), as BROWSER is.
+PATH = "prop(properties, '$.\"$pathname\"')"
+CLEAN_PATH = PATH
+for _rule in PATH_RULES:
+    CLEAN_PATH = f"regexp_replace({CLEAN_PATH}, '{_rule['regex']}', '{_rule['alias']}', 'g')"
+# normalize_url after cleaning: trailing '/', '?' and '#' cut, '/' when nothing is left.
+NORMAL_PATH = f"case when regexp_replace({CLEAN_PATH}, '[/?#]+$', '') = '' then '/' else regexp_replace({CLEAN_PATH}, '[/?#]+$', '') end"
+# A price as a number: NULL when missing, empty or not a number.
+PRICE = "try_cast(json_extract_string(properties, '$.price') as double)"
 DAY = "strftime(ts, '%Y-%m-%d')"
 
 
@@ -116,11 +162,11 @@ def expected_multi_trend(connection, values, where, aggregate, limit, total_valu
     per_group = ("" if total_value else ", d")
     others = ", ".join(f"case when r.position <= {limit} then base.{name} else '{OTHER}' end {name}" for name in names)
     rows = connection.sql(f"""
-        with base as (select {columns}{per}, person_id, uuid from ev where {in_range(where)}),
+        with base as (select {columns}{per}, person_id, uuid, properties from ev where {in_range(where)}),
         per_bucket as (select {joined}{per_group}, {aggregate} n from base group by all),
         totals as (select {joined}, sum(n) total from per_bucket group by all),
         ranking as (select {joined}, row_number() over (order by {ranking_order}) position from totals),
-        labelled as (select {others}{per_group.replace(', d', ', base.d')}, base.person_id, base.uuid
+        labelled as (select {others}{per_group.replace(', d', ', base.d')}, base.person_id, base.uuid, base.properties
                      from base join ranking r using ({joined}))
         select {joined}{per_group}, {aggregate} from labelled group by all""").fetchall()
     per_combination = collections.defaultdict(dict)
@@ -444,6 +490,200 @@ def actors_cases(server, connection, cohorts, rows, failures):
                        expected, failures)
 
 
+# --- Histogram bins and path cleaning -------------------------------------------------------
+
+def clickhouse_float(number):
+    """A Float64 as ClickHouse's toString writes it, for the plain numbers these bins have."""
+    text = repr(number)
+    if "e" in text or "n" in text:
+        raise AssertionError(f"unexpected bin edge {text}")
+    return text[:-2] if text.endswith(".0") else text
+
+
+def bins(connection, where, count):
+    """[(low, high, label)] of `count` bins over the numbers of the events in range matching `where`."""
+    (low, high), = connection.sql(f"select min({PRICE}), max({PRICE}) from ev where {in_range(where)}").fetchall()
+    span = high - low
+    edges = [span / count * x + low + (0.01 if x == count else 0) for x in range(count + 1)]
+    return [(a, b, f"[{clickhouse_float(a)},{clickhouse_float(b)}]") for a, b in zip(edges, edges[1:])]
+
+
+def double(number):
+    return f"cast('{number!r}' as double)"
+
+
+def binned(found):
+    """DuckDB's label of an event's bin: the first bin holding its number, else the null label."""
+    arms = " ".join(f"when {PRICE} >= {double(a)} and {PRICE} < {double(b)} then '{label}'" for a, b, label in found)
+    return f"case {arms} else '{NULL}' end"
+
+
+def single(results):
+    """A single breakdown's results: the value itself, `none` for the null label."""
+    for result in results:
+        value = result["breakdown_value"][0]
+        result["breakdown_value"] = result["label"] = "none" if value == NULL else value
+    return results
+
+
+def histogram_cases(server, connection, failures):
+    # One price histogram of every page view, by day.
+    found = bins(connection, "event = '$pageview'", 4)
+    node = {"kind": "TrendsQuery", "interval": "day", "dateRange": RANGE,
+            "series": [{"kind": "EventsNode", "event": "$pageview"}],
+            "breakdownFilter": {"breakdown": "price", "breakdown_histogram_bin_count": 4}}
+    want = single(expected_multi_trend(connection, [binned(found)], "event = '$pageview'", "count(*)", 25))
+    if len(want) != 5 or want[-1]["breakdown_value"] != "none":
+        raise AssertionError(f"trends histogram: want 4 bins and the null label, have {[w['label'] for w in want]}")
+    status, body = post_node(server, node)
+    if status != 200:
+        failures.append(f"trends histogram: HTTP {status} {body}")
+    else:
+        check_results("trends histogram", body, want, failures)
+    print(f"  trends histogram: {[w['label'] for w in want]}")
+
+    # Beside a browser, two series each binned over its own events (the second's span is its own).
+    node = {"kind": "TrendsQuery", "interval": "day", "dateRange": RANGE,
+            "series": [{"kind": "EventsNode", "event": "$pageview"},
+                       {"kind": "EventsNode", "event": "purchased", "math": "dau"}],
+            "breakdownFilter": {"breakdown_limit": 8, "breakdowns": [
+                {"property": "$browser"}, {"property": "price", "histogram_bin_count": 3}]}}
+    want = []
+    edges = {}
+    for label, event, aggregate in (("$pageview", "$pageview", "count(*)"),
+                                    ("purchased", "purchased", "count(distinct person_id)")):
+        found = bins(connection, f"event = '{event}'", 3)
+        edges[event] = found
+        results = expected_multi_trend(connection, [BROWSER, binned(found)], f"event = '{event}'", aggregate, 8)
+        for result in results:
+            result["label"] = f"{label} - {result['label']}"
+        want += results
+    if edges["$pageview"] == edges["purchased"]:
+        raise AssertionError("trends histogram per series: both series have the same bins, so the case proves little")
+    status, body = post_node(server, node)
+    if status != 200:
+        failures.append(f"trends browser and histogram: HTTP {status} {body}")
+    else:
+        check_results("trends browser and histogram", body, want, failures)
+
+    # A total-value display: bins ranked by their total alone.
+    node = {"kind": "TrendsQuery", "dateRange": RANGE, "trendsFilter": {"display": "ActionsBarValue"},
+            "series": [{"kind": "EventsNode", "event": "signed_up", "math": "sum", "math_property": "price"}],
+            "breakdownFilter": {"breakdown": "price", "breakdown_histogram_bin_count": 5}}
+    found = bins(connection, "event = 'signed_up'", 5)
+    want = single(expected_multi_trend(connection, [binned(found)], "event = 'signed_up'",
+                                       f"coalesce(sum({PRICE}), 0)", 25, total_value=True))
+    # PostHog drops a `none` result that counts nothing.
+    want = [w for w in want if not (w["breakdown_value"] == "none" and w["aggregated_value"] == 0)]
+    status, body = post_node(server, node)
+    if status != 200:
+        failures.append(f"trends histogram, bar value: HTTP {status} {body}")
+    else:
+        check_results("trends histogram, bar value", body, want, failures)
+
+
+def path_cleaning_cases(server, connection, failures):
+    status, body = request(server, "PATCH", f"/api/projects/{server.project_id}/", {"path_cleaning_filters": PATH_RULES})
+    assert status == 200 and body.get("path_cleaning_filters") == PATH_RULES, f"{status}: {body}"
+    cleaned = f"coalesce(nullif({CLEAN_PATH}, ''), '{NULL}')"
+    node = {"kind": "TrendsQuery", "interval": "day", "dateRange": RANGE,
+            "series": [{"kind": "EventsNode", "event": "$pageview"}],
+            "breakdownFilter": {"breakdown": "$pathname", "breakdown_path_cleaning": True, "breakdown_limit": 6}}
+    want = single(expected_multi_trend(connection, [cleaned], "event = '$pageview'", "count(*)", 6))
+    labels = [w["label"] for w in want]
+    if "/item/<id>" not in labels or "/docs/<page>" not in labels or OTHER not in labels:
+        raise AssertionError(f"trends path cleaning: the rules changed too little: {labels}")
+    status, body = post_node(server, node)
+    if status != 200:
+        failures.append(f"trends path cleaning: HTTP {status} {body}")
+    else:
+        check_results("trends path cleaning", body, want, failures)
+    print(f"  trends path cleaning: {labels}")
+
+    # Cleaned, then normalized, beside the OS; dau.
+    node = {"kind": "TrendsQuery", "interval": "day", "dateRange": RANGE,
+            "series": [{"kind": "EventsNode", "event": None, "math": "dau"}],
+            "breakdownFilter": {"breakdown_path_cleaning": True, "breakdown_limit": 12, "breakdowns": [
+                {"property": "$pathname", "normalize_url": True}, {"property": "$os"}]}}
+    normal = f"coalesce(nullif({NORMAL_PATH}, ''), '{NULL}')"
+    want = expected_multi_trend(connection, [normal, SYSTEM], "true", "count(distinct person_id)", 12)
+    if not any(w["breakdown_value"][0] == "/about" for w in want):
+        raise AssertionError("trends path cleaning and normalizing: no normalized path")
+    status, body = post_node(server, node)
+    if status != 200:
+        failures.append(f"trends path cleaning and normalize_url: HTTP {status} {body}")
+    else:
+        check_results("trends path cleaning and normalize_url", body, want, failures)
+
+
+def cleaned_funnel_case(server, connection, failures):
+    """A funnel broken down by the cleaned path (the rules are the project's by now)."""
+    bounds = day_range(FROM, TO, "UTC")
+    rows = [
+        {"person_id": person, "event": event, "t": t, "values": {"$pathname": path or ""}}
+        for person, event, t, path in connection.execute(f"""
+            select person_id, event, epoch_us(ts), {CLEAN_PATH}
+            from ev where ts >= {literal(bounds[0])} and ts <= {literal(bounds[1])}
+            order by person_id, ts""").fetchall()
+    ]
+    node = {"kind": "FunnelsQuery", "dateRange": RANGE,
+            "series": [{"kind": "EventsNode", "event": name} for name in STEPS],
+            "funnelsFilter": {"funnelWindowInterval": 1, "funnelWindowIntervalUnit": "day"},
+            "breakdownFilter": {"breakdown_limit": 4, "breakdown_path_cleaning": True,
+                                "breakdowns": [{"property": "$pathname"}]}}
+    found = outcomes(rows, node, ["$pathname"])
+    by_combination = collections.defaultdict(list)
+    for outcome in found.values():
+        by_combination[outcome[0]].append(outcome)
+    ranked = sorted(by_combination, key=lambda c: conversions(by_combination[c]) + (key(c),))
+    if not any("<" in c[0] for c in ranked[:4]) or len(ranked) <= 4:
+        raise AssertionError(f"funnel path cleaning: no cleaned path among the top, or no Other: {ranked}")
+    want = [steps_of(by_combination[c], list(c), list(c)) for c in ranked[:4]]
+    rest = [o for c in ranked[4:] for o in by_combination[c]]
+    if rest:
+        want.append(steps_of(rest, ["Other"], ["Other"]))
+    status, body = post_node(server, node)
+    if status != 200:
+        failures.append(f"funnel path cleaning: HTTP {status}: {json.dumps(body)}")
+    elif not close(body.get("results"), want):
+        failures.append(f"funnel path cleaning: results differ\n  ours:\n      {describe(body.get('results') or [])}"
+                        f"\n  DuckDB's:\n      {describe(want)}")
+
+
+def bin_and_path_actors_cases(server, connection, failures):
+    # A bin's persons on its busiest day: the events whose number is in the bin.
+    found = bins(connection, "event = '$pageview'", 4)
+    insight = {"kind": "TrendsQuery", "interval": "day", "dateRange": RANGE,
+               "series": [{"kind": "EventsNode", "event": "$pageview"}],
+               "breakdownFilter": {"breakdown": "price", "breakdown_histogram_bin_count": 4}}
+    low, high, label = found[1]
+    (day,), = connection.sql(f"""
+        select {DAY} d from ev where {in_range("event = '$pageview'")} and {PRICE} >= {double(low)} and {PRICE} < {double(high)}
+        group by d order by count(*) desc, d limit 1""").fetchall()
+    expected = dict(connection.sql(f"""
+        select person_id, count(*) from ev where {in_range("event = '$pageview'")} and {DAY} = '{day}'
+        and {PRICE} >= {double(low)} and {PRICE} < {double(high)} group by person_id""").fetchall())
+    compare_actors(f"trends bin {label} on {day}", actors(server, insight, failures, "trends bin", day=day, breakdown=label),
+                   expected, failures, counts=True)
+    # The null label's: events with no number.
+    expected = dict(connection.sql(f"""
+        select person_id, count(*) from ev where {in_range("event = '$pageview'")} and {PRICE} is null
+        group by person_id""").fetchall())
+    compare_actors("trends bin of no number", actors(server, insight, failures, "trends no bin", breakdown=NULL),
+                   expected, failures, counts=True)
+
+    # A cleaned path's persons.
+    insight = {"kind": "TrendsQuery", "interval": "day", "dateRange": RANGE,
+               "series": [{"kind": "EventsNode", "event": "signed_up"}],
+               "breakdownFilter": {"breakdown": "$pathname", "breakdown_path_cleaning": True}}
+    expected = dict(connection.sql(f"""
+        select person_id, count(*) from ev where {in_range("event = 'signed_up'")} and {CLEAN_PATH} = '/item/<id>'
+        group by person_id""").fetchall())
+    compare_actors("trends cleaned path /item/<id>",
+                   actors(server, insight, failures, "trends cleaned path", breakdown="/item/<id>"),
+                   expected, failures, counts=True)
+
+
 INVALID = [
     ({"kind": "TrendsQuery", "series": [{"kind": "EventsNode"}], "breakdownFilter": {"breakdowns": [
         {"property": "a"}, {"property": "b"}, {"property": "c"}, {"property": "d"}]}}, "breakdownFilter.breakdowns"),
@@ -451,9 +691,18 @@ INVALID = [
       "breakdownFilter": {"breakdown_type": "cohort", "breakdown": [987654]}}, "breakdownFilter.breakdown[0]"),
     ({"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "a"}, {"kind": "EventsNode", "event": "b"}],
       "breakdownFilter": {"breakdown_type": "cohort", "breakdown": 987654}}, "breakdownFilter.breakdown"),
-    ({"kind": "TrendsQuery", "series": [{"kind": "EventsNode"}],
-      "breakdownFilter": {"breakdowns": [{"property": "$browser", "histogram_bin_count": 4}]}},
+    # PostHog's funnels have no histograms, nor bins of a hogql expression, nor binned medians.
+    ({"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "a"}, {"kind": "EventsNode", "event": "b"}],
+      "breakdownFilter": {"breakdowns": [{"property": "price", "histogram_bin_count": 4}]}},
      "breakdownFilter.breakdowns[0].histogram_bin_count"),
+    ({"kind": "TrendsQuery", "series": [{"kind": "EventsNode"}],
+      "breakdownFilter": {"breakdown": "toFloat(properties.price)", "breakdown_type": "hogql",
+                          "breakdown_histogram_bin_count": 4}}, "breakdownFilter.breakdown_histogram_bin_count"),
+    ({"kind": "TrendsQuery", "series": [{"kind": "EventsNode"}],
+      "breakdownFilter": {"breakdown": "price", "breakdown_histogram_bin_count": 0}},
+     "breakdownFilter.breakdown_histogram_bin_count"),
+    ({"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "math": "p90", "math_property": "price"}],
+      "breakdownFilter": {"breakdown": "price", "breakdown_histogram_bin_count": 4}}, "series[0].math"),
 ]
 
 
@@ -488,10 +737,14 @@ def check(backend, events):
         cohort_trends_cases(server, connection, cohorts, failures)
         rows = funnel_cases(server, connection, cohorts, failures)
         actors_cases(server, connection, cohorts, rows, failures)
+        histogram_cases(server, connection, failures)
+        path_cleaning_cases(server, connection, failures)
+        cleaned_funnel_case(server, connection, failures)
+        bin_and_path_actors_cases(server, connection, failures)
         expect_refusals(server, INVALID, failures)
         report(backend, failures, logs, "the breakdown")
-        print(f"{backend}: multiple and cohort breakdowns of trends, funnels and their actors match DuckDB over the "
-              f"Delta table, and {len(INVALID)} invalid nodes are 400s")
+        print(f"{backend}: multiple, cohort, histogram and path-cleaned breakdowns of trends, funnels and their "
+              f"actors match DuckDB over the Delta table, and {len(INVALID)} invalid nodes are 400s")
 
 
 def main():

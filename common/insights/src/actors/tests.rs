@@ -473,3 +473,22 @@ fn funnel_step_breakdowns_share_the_funnels_per_actor_query() {
         }
     }
 }
+
+#[test]
+fn a_histogram_point_is_its_bin() {
+    let mut insight = trends();
+    insight["breakdownFilter"] = json!({"breakdown": "price", "breakdown_histogram_bin_count": 4});
+    let sql = query(actors(
+        insight.clone(),
+        json!({"source.breakdown": "[17.5,25]"}),
+    ));
+    assert!(
+        sql.contains("toFloat(properties['price']) >= toFloat('17.5') AND toFloat(properties['price']) < toFloat('25')"),
+        "{sql}"
+    );
+    assert!(!sql.contains("breakdown_bins"), "{sql}");
+    assert_eq!(
+        error_attr(actors(insight, json!({"source.breakdown": "17.5 - 25"}))),
+        "source.breakdown"
+    );
+}

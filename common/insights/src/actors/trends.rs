@@ -6,8 +6,9 @@
 //! The breakdown value is read as [`crate::breakdown`] reads the insight's breakdown: one value
 //! for a single breakdown (`$$_posthog_breakdown_null_$$` for a missing one), the list of values
 //! for several (each must match), a cohort id (its persons' events) or `all` for a cohort
-//! breakdown. The "other" combination is refused rather than answered as PostHog does (every
-//! person).
+//! breakdown; a histogram's bin `[low,high]` is the events whose number is in it, path-cleaned
+//! values are compared cleaned. The "other" combination is refused rather than answered as
+//! PostHog does (every person).
 
 use serde_json::Value;
 

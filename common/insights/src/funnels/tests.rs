@@ -548,3 +548,32 @@ fn cohort_breakdowns_are_the_funnel_of_each_cohort() {
     assert_eq!(results[1][1]["breakdown_value"], json!(2));
     assert_eq!(results[1][1]["count"], json!(3));
 }
+
+#[test]
+fn breakdown_values_are_path_cleaned_and_never_binned() {
+    let mut context = ctx();
+    context.path_cleaning_rules = std::sync::Arc::new(vec![crate::paths::CleaningRule {
+        regex: "/item/\\d+".into(),
+        alias: "/item/<id>".into(),
+    }]);
+    let cleaned = node(
+        json!({"breakdownFilter": {"breakdown": "$pathname", "breakdown_path_cleaning": true}}),
+    );
+    let query = compile(&cleaned, &context)
+        .expect("compiles")
+        .queries
+        .join("\n");
+    assert!(
+        query.contains(
+            "ifNull(replaceRegexpAll(properties['$pathname'], '/item/\\\\d+', '/item/<id>'), '')"
+        ),
+        "{query}"
+    );
+    let binned = node(
+        json!({"breakdownFilter": {"breakdown": "price", "breakdown_histogram_bin_count": 4}}),
+    );
+    assert_eq!(
+        error(&binned).attr,
+        "breakdownFilter.breakdown_histogram_bin_count"
+    );
+}

@@ -13,7 +13,10 @@
 //! value; every other combination is aggregated together as `$$_posthog_breakdown_other_$$`
 //! (one per breakdown) in SQL, so non-additive math (dau, medians) stays exact. A multiple
 //! breakdown's `breakdown_value` is the list of values (a missing one is
-//! `$$_posthog_breakdown_null_$$`), its label the values joined by `::`.
+//! `$$_posthog_breakdown_null_$$`), its label the values joined by `::`. A histogram
+//! breakdown's bins are computed in each series query from that series' events of the period
+//! (as PostHog bins per series), joined as one row; a median or percentile math is refused with
+//! bins, as PostHog refuses it.
 //!
 //! A cohort breakdown runs each series once per cohort, its events those of the cohort's
 //! persons (every event for `all`): `breakdown_value` the cohort id (`all`), the label the

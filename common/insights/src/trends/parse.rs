@@ -9,7 +9,7 @@ use super::{
     CUMULATIVE_DISPLAY, Formula, MAX_ACTIVE_USER_BUCKETS, Period, Plan, Series,
     TOTAL_VALUE_DISPLAYS,
 };
-use crate::breakdown::{self, Insight};
+use crate::breakdown::{self, Breakdown, Insight};
 use crate::date_range::{self, Interval, Range};
 use crate::math::{self, Math};
 use crate::series::{self, EventSeries};
@@ -50,6 +50,7 @@ impl Plan {
         let cumulative = display == CUMULATIVE_DISPLAY;
         let formulas = parse_formulas(trends_filter, series.len())?;
         let breakdown = breakdown::parse(node, Insight::Trends, ctx)?;
+        refuse_binned_quantiles(node, breakdown.as_ref())?;
         let cohort_conditions = breakdown
             .as_ref()
             .and_then(|breakdown| breakdown.cohorts())
@@ -166,6 +167,33 @@ fn object_field<'a>(node: &'a Value, key: &str) -> Result<Option<&'a Value>, Inv
         Some(value @ Value::Object(_)) => Ok(Some(value)),
         Some(_) => Err(Invalid::new(key, format!("{key} must be an object."))),
     }
+}
+
+/// PostHog refuses a median or percentile of a property with histogram bins (it merges each
+/// bin from its values' results, which those cannot be).
+fn refuse_binned_quantiles(node: &Value, breakdown: Option<&Breakdown>) -> Result<(), Invalid> {
+    let binned = breakdown
+        .and_then(Breakdown::properties)
+        .is_some_and(|properties| properties.items.iter().any(|item| item.bins.is_some()));
+    if !binned {
+        return Ok(());
+    }
+    for (index, item) in series::entries(node, "A trend needs at least one series.")?
+        .iter()
+        .enumerate()
+    {
+        if let Some(math @ ("median" | "p75" | "p90" | "p95" | "p99")) =
+            item.get("math").and_then(Value::as_str)
+        {
+            return Err(Invalid::new(
+                format!("series[{index}].math"),
+                format!(
+                    "{math} is not supported when breakdown values are grouped into bins: use avg, or turn off the bins."
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn parse_series(node: &Value, ctx: &Context) -> Result<Vec<Series>, Invalid> {

@@ -150,6 +150,8 @@ impl Plan {
             };
         };
         let limit = self.breakdown.as_ref().map_or(0, |b| b.limit);
+        // A histogram's bins come from the same events (each period's, each series').
+        let bins = properties.bins_join(&conditions);
 
         // The combination's key, and (with several breakdowns) each value as a column, which
         // the ranking orders by: a missing value after the others (not for total values, as
@@ -189,13 +191,13 @@ impl Plan {
         let aggregate = series.math.math.aggregate();
         let top_values = match layout {
             Layout::BucketRows => format!(
-                "SELECT breakdown_value FROM (SELECT breakdown_value, {has_null} AS has_null, sum(value) AS total FROM (SELECT {value} AS breakdown_value{element_columns}, {bucket} AS bucket, {aggregate} AS value FROM events WHERE {conditions} GROUP BY breakdown_value{element_group}, bucket) GROUP BY breakdown_value{element_group} ORDER BY has_null ASC, total DESC{tie_break} LIMIT {limit})"
+                "SELECT breakdown_value FROM (SELECT breakdown_value, {has_null} AS has_null, sum(value) AS total FROM (SELECT {value} AS breakdown_value{element_columns}, {bucket} AS bucket, {aggregate} AS value FROM events{bins} WHERE {conditions} GROUP BY breakdown_value{element_group}, bucket) GROUP BY breakdown_value{element_group} ORDER BY has_null ASC, total DESC{tie_break} LIMIT {limit})"
             ),
             Layout::WideBuckets => format!(
-                "SELECT breakdown_value FROM (SELECT breakdown_value, {has_null} AS has_null, total FROM (SELECT {value} AS breakdown_value{element_columns}, {aggregate} AS total FROM events WHERE {conditions} GROUP BY breakdown_value{element_group}) ORDER BY has_null ASC, total DESC{tie_break} LIMIT {limit})"
+                "SELECT breakdown_value FROM (SELECT breakdown_value, {has_null} AS has_null, total FROM (SELECT {value} AS breakdown_value{element_columns}, {aggregate} AS total FROM events{bins} WHERE {conditions} GROUP BY breakdown_value{element_group}) ORDER BY has_null ASC, total DESC{tie_break} LIMIT {limit})"
             ),
             Layout::Total => format!(
-                "SELECT breakdown_value FROM (SELECT {value} AS breakdown_value{element_columns}, {aggregate} AS total FROM events WHERE {conditions} GROUP BY breakdown_value{element_group} ORDER BY total DESC{tie_break} LIMIT {limit})"
+                "SELECT breakdown_value FROM (SELECT {value} AS breakdown_value{element_columns}, {aggregate} AS total FROM events{bins} WHERE {conditions} GROUP BY breakdown_value{element_group} ORDER BY total DESC{tie_break} LIMIT {limit})"
             ),
         };
         let other = sql_text::string(&properties.encode(&vec![OTHER; elements.len()]));
@@ -205,9 +207,9 @@ impl Plan {
         };
         format!(
             "SELECT * FROM (\
-             SELECT {bucket_column}{value} AS breakdown_value, {values} FROM events WHERE {conditions} AND {value} IN ({top_values}) GROUP BY {bucket_group}breakdown_value \
+             SELECT {bucket_column}{value} AS breakdown_value, {values} FROM events{bins} WHERE {conditions} AND {value} IN ({top_values}) GROUP BY {bucket_group}breakdown_value \
              UNION ALL \
-             SELECT {bucket_column}{other} AS breakdown_value, {values} FROM events WHERE {conditions} AND {value} NOT IN ({top_values}) GROUP BY {bucket_group}breakdown_value\
+             SELECT {bucket_column}{other} AS breakdown_value, {values} FROM events{bins} WHERE {conditions} AND {value} NOT IN ({top_values}) GROUP BY {bucket_group}breakdown_value\
              ) LIMIT {ROW_LIMIT}"
         )
     }

@@ -516,3 +516,80 @@ fn cohort_breakdowns_run_each_series_per_cohort() {
         }
     }
 }
+
+#[test]
+fn histogram_bins_come_from_each_series_own_events() {
+    let compiled = compile(
+        &node(json!({
+            "series": [{"event": "$pageview"}, {"event": "purchase", "math": "sum", "math_property": "price"}],
+            "breakdownFilter": {"breakdown": "price", "breakdown_histogram_bin_count": 4}})),
+        &context(),
+    )
+    .expect("compiles");
+    for (query, event) in compiled.queries.iter().zip(["$pageview", "purchase"]) {
+        // The ranking, the kept bins and "other" each join the bins of the series' events.
+        assert_eq!(query.matches(" CROSS JOIN (SELECT ").count(), 4, "{query}");
+        assert!(
+            query.contains(&format!(
+                "FROM events WHERE timestamp >= toDateTime('2024-03-09 05:00:00.000000Z') AND timestamp <= toDateTime('2024-03-12 03:59:59.999999Z') AND event = '{event}'))) AS breakdown_bins"
+            )),
+            "{query}"
+        );
+        assert_eq!(
+            query
+                .matches("AS value FROM events CROSS JOIN (SELECT ")
+                .count(),
+            4,
+            "{query}"
+        );
+    }
+    // A bin's label is its breakdown value.
+    let day = |d: &str| json!(format!("2024-03-{d}T05:00:00+00:00"));
+    let rows = vec![
+        vec![day("09"), json!("[10,17.5]"), json!(3)],
+        vec![day("10"), json!("[32.5,40.01]"), json!(1)],
+        vec![day("10"), json!("$$_posthog_breakdown_null_$$"), json!(2)],
+    ];
+    let response = compiled
+        .assemble(vec![
+            table(&["bucket", "breakdown_value", "value"], rows),
+            table(&["bucket", "breakdown_value", "value"], Vec::new()),
+        ])
+        .expect("assembles");
+    let labels: Vec<&Value> = response["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|result| &result["breakdown_value"])
+        .collect();
+    assert_eq!(
+        labels,
+        [&json!("[10,17.5]"), &json!("[32.5,40.01]"), &json!("none")]
+    );
+}
+
+#[test]
+fn binned_medians_are_refused_as_posthog_does() {
+    let binned = |math: &str| {
+        node(json!({
+            "series": [{"event": "a"}, {"event": "b", "math": math, "math_property": "price"}],
+            "breakdownFilter": {"breakdowns": [{"property": "$browser"}, {"property": "price", "histogram_bin_count": 3}]}}))
+    };
+    for math in ["median", "p75", "p90", "p95", "p99"] {
+        assert_eq!(error_attr(binned(math)), "series[1].math", "{math}");
+    }
+    for math in ["sum", "avg", "min", "max"] {
+        assert!(compile(&binned(math), &context()).is_ok(), "{math}");
+    }
+    // Without bins a median is fine.
+    assert!(
+        compile(
+            &node(
+                json!({"series": [{"event": "b", "math": "median", "math_property": "price"}],
+                "breakdownFilter": {"breakdown": "price"}})
+            ),
+            &context()
+        )
+        .is_ok()
+    );
+}

@@ -242,8 +242,20 @@ fn bad_filters_name_the_field() {
             "breakdownFilter.breakdowns[0].type",
         ),
         (
-            json!({"breakdowns": [{"property": "a", "histogram_bin_count": 5}]}),
+            json!({"breakdowns": [{"property": "a", "histogram_bin_count": 0}]}),
             "breakdownFilter.breakdowns[0].histogram_bin_count",
+        ),
+        (
+            json!({"breakdowns": [{"property": "a"}, {"property": "lower(event)", "type": "hogql", "histogram_bin_count": 4}]}),
+            "breakdownFilter.breakdowns[1].histogram_bin_count",
+        ),
+        (
+            json!({"breakdowns": [{"property": "a", "histogram_bin_count": 2.5}]}),
+            "breakdownFilter.breakdowns[0].histogram_bin_count",
+        ),
+        (
+            json!({"breakdowns": [{"property": "a", "path_cleaning": true}]}),
+            "breakdownFilter.breakdowns[0].path_cleaning",
         ),
         (
             json!({"breakdowns": [{"property": "1); select 1", "type": "hogql"}]}),
@@ -274,11 +286,23 @@ fn bad_filters_name_the_field() {
             "breakdownFilter.breakdown_type",
         ),
         (
-            json!({"breakdown": "$browser", "breakdown_histogram_bin_count": 4}),
+            json!({"breakdown": "price", "breakdown_histogram_bin_count": -4}),
             "breakdownFilter.breakdown_histogram_bin_count",
         ),
         (
-            json!({"breakdown": "$browser", "breakdown_path_cleaning": true}),
+            json!({"breakdown": "price", "breakdown_histogram_bin_count": 1001}),
+            "breakdownFilter.breakdown_histogram_bin_count",
+        ),
+        (
+            json!({"breakdown": "toFloat(properties.price)", "breakdown_type": "hogql", "breakdown_histogram_bin_count": 4}),
+            "breakdownFilter.breakdown_histogram_bin_count",
+        ),
+        (
+            json!({"breakdown": 1, "breakdown_type": "cohort", "breakdown_histogram_bin_count": 4}),
+            "breakdownFilter.breakdown_histogram_bin_count",
+        ),
+        (
+            json!({"breakdown": "$pathname", "breakdown_path_cleaning": "yes"}),
             "breakdownFilter.breakdown_path_cleaning",
         ),
         (
@@ -303,6 +327,23 @@ fn bad_filters_name_the_field() {
     assert_eq!(
         error(json!({"breakdown": ["a", "b", "c", "d"]}), Insight::Funnels).attr,
         "breakdownFilter.breakdown"
+    );
+    // PostHog's funnels have no histograms.
+    assert_eq!(
+        error(
+            json!({"breakdown": "price", "breakdown_histogram_bin_count": 4}),
+            Insight::Funnels
+        )
+        .attr,
+        "breakdownFilter.breakdown_histogram_bin_count"
+    );
+    assert_eq!(
+        error(
+            json!({"breakdowns": [{"property": "price", "histogram_bin_count": 4}]}),
+            Insight::Funnels
+        )
+        .attr,
+        "breakdownFilter.breakdowns[0].histogram_bin_count"
     );
     assert_eq!(
         parse(
@@ -378,4 +419,175 @@ fn referenced_cohorts_include_breakdown_cohorts() {
     assert_eq!(crate::cohorts::referenced(&single), vec![5]);
     let property = json!({"breakdownFilter": {"breakdown_type": "event", "breakdown": "5"}});
     assert!(crate::cohorts::referenced(&property).is_empty());
+}
+
+fn cleaning_context() -> Context {
+    let mut ctx = cohort_context();
+    ctx.path_cleaning_rules = Arc::new(vec![
+        crate::paths::CleaningRule {
+            regex: "/item/\\d+".into(),
+            alias: "/item/<id>".into(),
+        },
+        crate::paths::CleaningRule {
+            regex: "\\?.*$".into(),
+            alias: "".into(),
+        },
+    ]);
+    ctx
+}
+
+fn cleaned(filter: Value, insight: Insight) -> Properties {
+    match parse(
+        &json!({"breakdownFilter": filter}),
+        insight,
+        &cleaning_context(),
+    ) {
+        Ok(Some(Breakdown {
+            by: By::Properties(properties),
+            ..
+        })) => properties,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn path_cleaning_applies_the_project_rules_in_order_before_normalizing() {
+    let rules = "replaceRegexpAll(replaceRegexpAll(properties['$pathname'], '/item/\\\\d+', '/item/<id>'), '\\\\?.*$', '')";
+    let single = cleaned(
+        json!({"breakdown": "$pathname", "breakdown_path_cleaning": true}),
+        Insight::Trends,
+    );
+    assert_eq!(
+        single.trends_values(),
+        [format!(
+            "ifNull(nullIf({rules}, ''), '$$_posthog_breakdown_null_$$')"
+        )]
+    );
+    assert_eq!(single.funnel_values(), [format!("ifNull({rules}, '')")]);
+    // The flag covers every entry of `breakdowns`; normalize_url comes after the rules.
+    let entries = cleaned(
+        json!({"breakdown_path_cleaning": true, "breakdowns": [
+            {"property": "$pathname", "normalize_url": true}, {"property": "plan", "type": "person"}]}),
+        Insight::Funnels,
+    );
+    assert_eq!(
+        entries.funnel_values()[0],
+        format!(
+            "if(empty(replaceRegexpOne(ifNull({rules}, ''), '[/?#]+$', '')), '/', replaceRegexpOne(ifNull({rules}, ''), '[/?#]+$', ''))"
+        )
+    );
+    assert!(
+        entries.funnel_values()[1]
+            .starts_with("ifNull(replaceRegexpAll(replaceRegexpAll(person.properties['plan']")
+    );
+    // The persons of a cleaned value are those whose cleaned value it is.
+    assert_eq!(
+        single
+            .trends_condition(&["/item/<id>".to_string()], "b")
+            .expect("condition"),
+        format!("ifNull(nullIf({rules}, ''), '$$_posthog_breakdown_null_$$') = '/item/<id>'")
+    );
+    // Off, or a project without rules: the value as it was.
+    let off = cleaned(json!({"breakdown": "$pathname"}), Insight::Trends);
+    assert!(off.items[0].cleaning.is_empty());
+    let no_rules = properties(
+        json!({"breakdown": "$pathname", "breakdown_path_cleaning": true}),
+        Insight::Trends,
+    );
+    assert_eq!(
+        no_rules.trends_values(),
+        ["ifNull(nullIf(properties['$pathname'], ''), '$$_posthog_breakdown_null_$$')"]
+    );
+}
+
+#[test]
+fn histograms_bin_the_number_between_the_series_least_and_greatest() {
+    let single = cleaned(
+        json!({"breakdown": "price", "breakdown_histogram_bin_count": 4,
+            "breakdown_path_cleaning": true, "breakdown_normalize_url": true}),
+        Insight::Trends,
+    );
+    assert!(!single.listed);
+    let item = &single.items[0];
+    assert_eq!(item.bins, Some(4));
+    // A bin is a number: never cleaned nor normalized.
+    assert!(item.cleaning.is_empty() && !item.normalize_url);
+    assert_eq!(
+        single.trends_values(),
+        [
+            "ifNull(nullIf(arrayElement(breakdown_bin_labels_1, arrayCount(edge -> edge <= toFloat(properties['price']), breakdown_bin_edges_1)), ''), '$$_posthog_breakdown_null_$$')"
+        ]
+    );
+    assert_eq!(
+        single.bins_join("event = 'buy'"),
+        " CROSS JOIN (SELECT breakdown_bin_edges_1, arrayMap(bin -> concat('[', toString(arrayElement(breakdown_bin_edges_1, bin)), ',', toString(arrayElement(breakdown_bin_edges_1, bin + 1)), ']'), range(1, 5)) AS breakdown_bin_labels_1 \
+         FROM (SELECT arrayMap(bin -> bin_span_1 / 4 * bin + bin_low_1 + if(bin = 4, 0.01, 0), range(5)) AS breakdown_bin_edges_1 \
+         FROM (SELECT min(toFloat(properties['price'])) AS bin_low_1, max(toFloat(properties['price'])) - min(toFloat(properties['price'])) AS bin_span_1 \
+         FROM events WHERE event = 'buy'))) AS breakdown_bins"
+    );
+    // Without a histogram nothing is joined.
+    assert_eq!(
+        properties(json!({"breakdown": "price"}), Insight::Trends).bins_join("true"),
+        ""
+    );
+
+    // Among several, each histogram has its own columns, named by its position.
+    let multi = properties(
+        json!({"breakdowns": [
+            {"property": "$browser"},
+            {"property": "age", "type": "person", "histogram_bin_count": 3}]}),
+        Insight::Trends,
+    );
+    assert!(multi.trends_values()[1].contains(
+        "arrayCount(edge -> edge <= toFloat(person.properties['age']), breakdown_bin_edges_2)"
+    ));
+    let join = multi.bins_join("true");
+    assert!(
+        join.contains("AS bin_low_2") && join.contains("range(4)"),
+        "{join}"
+    );
+    assert!(!join.contains("$browser"), "{join}");
+}
+
+#[test]
+fn a_bins_persons_are_those_whose_number_is_in_it() {
+    let multi = properties(
+        json!({"breakdowns": [
+            {"property": "$browser"},
+            {"property": "price", "histogram_bin_count": 4}]}),
+        Insight::Trends,
+    );
+    let condition =
+        |values: [&str; 2]| multi.trends_condition(&values.map(str::to_string), "source.breakdown");
+    assert_eq!(
+        condition(["Chrome", "[10,17.5]"]).expect("a bin"),
+        "ifNull(nullIf(properties['$browser'], ''), '$$_posthog_breakdown_null_$$') = 'Chrome' \
+         AND toFloat(properties['price']) >= toFloat('10') AND toFloat(properties['price']) < toFloat('17.5')"
+    );
+    assert_eq!(
+        condition(["Chrome", "[1e21,-0.5]"]).expect("exponents"),
+        "ifNull(nullIf(properties['$browser'], ''), '$$_posthog_breakdown_null_$$') = 'Chrome' \
+         AND toFloat(properties['price']) >= toFloat('1000000000000000000000') AND toFloat(properties['price']) < toFloat('-0.5')"
+    );
+    assert_eq!(
+        condition(["Chrome", NULL]).expect("no number"),
+        "ifNull(nullIf(properties['$browser'], ''), '$$_posthog_breakdown_null_$$') = 'Chrome' \
+         AND isNull(toFloat(properties['price']))"
+    );
+    // PostHog's old label of every number.
+    let single = properties(
+        json!({"breakdown": "price", "breakdown_histogram_bin_count": 4}),
+        Insight::Trends,
+    );
+    assert_eq!(
+        single.trends_condition(&["[\"\",\"\"]".to_string()], "b"),
+        Ok("true".to_string())
+    );
+    for bad in ["10-20", "[10]", "[10,\"x\"]", "[1,2,3]", "Chrome"] {
+        assert_eq!(
+            condition(["Chrome", bad]).unwrap_err().attr,
+            "source.breakdown",
+            "{bad}"
+        );
+    }
 }

@@ -19,15 +19,23 @@
 //!   [`Properties::decode`] splits it again. One value is its own key.
 //! - `breakdown_limit` (25, at most [`MAX_LIMIT`]) keeps the top combinations; the rest are
 //!   "other" ([`OTHER`] in trends, `Other` in funnels). Cohort breakdowns have no "other".
+//! - `breakdown_path_cleaning` rewrites every property breakdown's value with the project's
+//!   path cleaning rules (each regex replaced by its alias, in order), before `normalize_url`.
+//! - Histogram bins (trends only: `breakdown_histogram_bin_count`, or `histogram_bin_count` on
+//!   an entry of `breakdowns`) put an event or person property's number in one of that many
+//!   equal bins between the least and the greatest value of the series' events in range, shown
+//!   as `[low,high]` (the last bin's high 0.01 past the greatest value); no number, or one in no
+//!   bin, is [`NULL`].
 //!
-//! Not supported (a 400 naming the field): histogram bins, group, session and other breakdown
-//! types, path cleaning, cohorts inside `breakdowns`.
+//! Not supported (a 400 naming the field): histogram bins in funnels or of hogql expressions,
+//! group, session and other breakdown types, cohorts inside `breakdowns`.
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Number, Value, json};
 
 use crate::cohorts::{self, EVENTS_PERSON_COLUMN};
+use crate::paths::CleaningRule;
 use crate::{Context, Invalid, series, sql_text};
 
 /// The value of everything past the top `breakdown_limit` combinations, in trends.
@@ -38,6 +46,8 @@ pub const DEFAULT_LIMIT: u64 = 25;
 pub const MAX_LIMIT: u64 = 1_000;
 /// PostHog's schema allows three breakdowns (`max_length=3`).
 pub const MAX_BREAKDOWNS: usize = 3;
+/// Most histogram bins of one breakdown.
+pub const MAX_BINS: u64 = 1_000;
 /// Most cohorts one breakdown may name (each is a query of its own in trends).
 pub const MAX_COHORTS: usize = 50;
 /// The display name of the cohort of every person.
@@ -146,6 +156,10 @@ pub struct Property {
     /// The property name, or the hogql expression.
     pub key: String,
     pub normalize_url: bool,
+    /// The project's path cleaning rules the value goes through (`breakdown_path_cleaning`).
+    pub cleaning: Vec<CleaningRule>,
+    /// Histogram bins (trends): the value is the bin of the property's number.
+    pub bins: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,6 +182,15 @@ pub enum CohortChoice {
     },
 }
 
+/// What every breakdown of a filter is read with.
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    insight: Insight,
+    /// `breakdown_path_cleaning`.
+    path_cleaning: bool,
+    ctx: &'a Context,
+}
+
 /// Reads `node.breakdownFilter`; `None` when it names no breakdown.
 pub fn parse(node: &Value, insight: Insight, ctx: &Context) -> Result<Option<Breakdown>, Invalid> {
     let spec: FilterSpec = series::settings(node, FILTER)?;
@@ -181,12 +204,11 @@ pub fn parse(node: &Value, insight: Insight, ctx: &Context) -> Result<Option<Bre
             ));
         }
     };
-    if spec.breakdown_path_cleaning == Some(true) {
-        return Err(Invalid::new(
-            "breakdownFilter.breakdown_path_cleaning",
-            "Path cleaning of breakdown values is not supported.",
-        ));
-    }
+    let reading = Reading {
+        insight,
+        path_cleaning: spec.breakdown_path_cleaning == Some(true),
+        ctx,
+    };
     let entries = spec.breakdowns.as_deref().unwrap_or_default();
     let single_given = match &spec.breakdown {
         None => false,
@@ -196,14 +218,14 @@ pub fn parse(node: &Value, insight: Insight, ctx: &Context) -> Result<Option<Bre
     let use_entries = !entries.is_empty() && (insight == Insight::Trends || !single_given);
     let (by, attr) = if use_entries {
         (
-            By::Properties(parse_entries(entries, ctx)?),
+            By::Properties(parse_entries(entries, reading)?),
             BREAKDOWNS_ATTR,
         )
     } else {
         let Some(field) = spec.breakdown.as_ref().filter(|_| single_given) else {
             return Ok(None);
         };
-        (parse_single(field, &spec, insight, ctx)?, BREAKDOWN_ATTR)
+        (parse_single(field, &spec, reading)?, BREAKDOWN_ATTR)
     };
     Ok(Some(Breakdown {
         by,
@@ -213,7 +235,7 @@ pub fn parse(node: &Value, insight: Insight, ctx: &Context) -> Result<Option<Bre
     }))
 }
 
-fn parse_entries(entries: &[EntrySpec], ctx: &Context) -> Result<Properties, Invalid> {
+fn parse_entries(entries: &[EntrySpec], reading: Reading) -> Result<Properties, Invalid> {
     if entries.len() > MAX_BREAKDOWNS {
         return Err(Invalid::new(
             BREAKDOWNS_ATTR,
@@ -228,13 +250,13 @@ fn parse_entries(entries: &[EntrySpec], ctx: &Context) -> Result<Properties, Inv
         .enumerate()
         .map(|(index, entry)| {
             let attr = format!("{BREAKDOWNS_ATTR}[{index}]");
-            if entry.histogram_bin_count.is_some() {
-                return Err(Invalid::new(
-                    format!("{attr}.histogram_bin_count"),
-                    "Histogram breakdowns are not supported.",
-                ));
-            }
             let kind = property_kind(entry.kind.as_deref(), &format!("{attr}.type"), true)?;
+            let bins = bin_count(
+                entry.histogram_bin_count,
+                kind,
+                reading.insight,
+                &format!("{attr}.histogram_bin_count"),
+            )?;
             let Scalar::Text(key) = &entry.property else {
                 return Err(Invalid::new(
                     format!("{attr}.property"),
@@ -245,8 +267,9 @@ fn parse_entries(entries: &[EntrySpec], ctx: &Context) -> Result<Properties, Inv
                 kind,
                 key,
                 entry.normalize_url.unwrap_or(false),
+                bins,
                 &format!("{attr}.property"),
-                ctx,
+                reading,
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -256,25 +279,28 @@ fn parse_entries(entries: &[EntrySpec], ctx: &Context) -> Result<Properties, Inv
     })
 }
 
-fn parse_single(
-    field: &Field,
-    spec: &FilterSpec,
-    insight: Insight,
-    ctx: &Context,
-) -> Result<By, Invalid> {
-    if spec.breakdown_type.as_deref() == Some("cohort") {
-        return parse_cohorts(field, ctx).map(By::Cohorts);
-    }
-    if spec.breakdown_histogram_bin_count.is_some() {
+fn parse_single(field: &Field, spec: &FilterSpec, reading: Reading) -> Result<By, Invalid> {
+    const BINS_ATTR: &str = "breakdownFilter.breakdown_histogram_bin_count";
+    let is_cohort = spec.breakdown_type.as_deref() == Some("cohort");
+    if is_cohort && spec.breakdown_histogram_bin_count.is_some() {
         return Err(Invalid::new(
-            "breakdownFilter.breakdown_histogram_bin_count",
-            "Histogram breakdowns are not supported.",
+            BINS_ATTR,
+            "Histogram bins need an event or person property breakdown, not cohorts.",
         ));
+    }
+    if is_cohort {
+        return parse_cohorts(field, reading.ctx).map(By::Cohorts);
     }
     let kind = property_kind(
         spec.breakdown_type.as_deref(),
         "breakdownFilter.breakdown_type",
         false,
+    )?;
+    let bins = bin_count(
+        spec.breakdown_histogram_bin_count,
+        kind,
+        reading.insight,
+        BINS_ATTR,
     )?;
     let normalize_url = spec.breakdown_normalize_url.unwrap_or(false);
     let not_a_name = |attr: String| {
@@ -285,11 +311,18 @@ fn parse_single(
     };
     match field {
         Field::One(Scalar::Text(key)) => Ok(By::Properties(Properties {
-            items: vec![property(kind, key, normalize_url, BREAKDOWN_ATTR, ctx)?],
+            items: vec![property(
+                kind,
+                key,
+                normalize_url,
+                bins,
+                BREAKDOWN_ATTR,
+                reading,
+            )?],
             listed: false,
         })),
         Field::One(Scalar::Number(_)) => Err(not_a_name(BREAKDOWN_ATTR.into())),
-        Field::Many(keys) if insight == Insight::Funnels => {
+        Field::Many(keys) if reading.insight == Insight::Funnels => {
             if keys.len() > MAX_BREAKDOWNS {
                 return Err(Invalid::new(
                     BREAKDOWN_ATTR,
@@ -305,7 +338,9 @@ fn parse_single(
                 .map(|(index, key)| {
                     let attr = format!("{BREAKDOWN_ATTR}[{index}]");
                     match key {
-                        Scalar::Text(key) => property(kind, key, normalize_url, &attr, ctx),
+                        Scalar::Text(key) => {
+                            property(kind, key, normalize_url, None, &attr, reading)
+                        }
                         Scalar::Number(_) => Err(not_a_name(attr)),
                     }
                 })
@@ -318,6 +353,38 @@ fn parse_single(
         Field::Many(_) => Err(Invalid::new(
             BREAKDOWN_ATTR,
             "A list of breakdowns goes in breakdownFilter.breakdowns ([{\"property\": ..., \"type\": ...}]); breakdown lists only cohorts.",
+        )),
+    }
+}
+
+/// A histogram's bin count, where PostHog bins: trends, over an event or person property
+/// (its funnels read no bin count, and a hogql breakdown's text has no least or greatest number).
+fn bin_count(
+    count: Option<i64>,
+    kind: PropertyKind,
+    insight: Insight,
+    attr: &str,
+) -> Result<Option<u64>, Invalid> {
+    let Some(count) = count else {
+        return Ok(None);
+    };
+    if insight == Insight::Funnels {
+        return Err(Invalid::new(
+            attr,
+            "Histogram breakdowns are not supported in funnels: break down by the property's values.",
+        ));
+    }
+    if kind == PropertyKind::Hogql {
+        return Err(Invalid::new(
+            attr,
+            "Histogram bins need an event or person property, not a hogql expression.",
+        ));
+    }
+    match u64::try_from(count) {
+        Ok(count) if (1..=MAX_BINS).contains(&count) => Ok(Some(count)),
+        _ => Err(Invalid::new(
+            attr,
+            format!("The histogram bin count must be a whole number from 1 to {MAX_BINS}."),
         )),
     }
 }
@@ -345,8 +412,9 @@ fn property(
     kind: PropertyKind,
     key: &str,
     normalize_url: bool,
+    bins: Option<u64>,
     attr: &str,
-    ctx: &Context,
+    reading: Reading,
 ) -> Result<Property, Invalid> {
     if key.is_empty() {
         return Err(Invalid::new(
@@ -355,13 +423,20 @@ fn property(
         ));
     }
     if kind == PropertyKind::Hogql {
-        (ctx.check_expression)(key).map_err(|problem| Invalid::new(attr, problem))?;
+        (reading.ctx.check_expression)(key).map_err(|problem| Invalid::new(attr, problem))?;
     }
+    // A bin is a number: PostHog neither cleans nor normalizes it.
+    let text_value = bins.is_none();
     Ok(Property {
         kind,
         key: key.to_string(),
         // PostHog leaves a hogql breakdown's value as the expression gives it.
-        normalize_url: normalize_url && kind != PropertyKind::Hogql,
+        normalize_url: normalize_url && kind != PropertyKind::Hogql && text_value,
+        cleaning: match reading.path_cleaning && text_value {
+            true => reading.ctx.path_cleaning_rules.to_vec(),
+            false => Vec::new(),
+        },
+        bins,
     })
 }
 
@@ -459,199 +534,7 @@ impl Breakdown {
     }
 }
 
-impl Property {
-    /// The value per event as nullable text.
-    fn raw(&self) -> String {
-        match self.kind {
-            PropertyKind::Event => sql_text::property(&self.key, false),
-            PropertyKind::Person => sql_text::property(&self.key, true),
-            PropertyKind::Hogql => format!("toString(({}))", self.key),
-        }
-    }
-
-    /// `normalize_url`: trailing `/`, `?` and `#` cut, `'/'` when nothing is left (NULL stays NULL).
-    fn normalized(&self, text: String) -> String {
-        if !self.normalize_url {
-            return text;
-        }
-        let trimmed = format!(
-            "replaceRegexpOne({text}, {}, '')",
-            sql_text::string("[/?#]+$")
-        );
-        format!("if(empty({trimmed}), '/', {trimmed})")
-    }
-
-    /// The value in trends: never NULL, a missing or empty value is [`NULL`].
-    pub fn trends_value(&self) -> String {
-        format!(
-            "ifNull(nullIf({}, ''), {})",
-            self.normalized(self.raw()),
-            sql_text::string(NULL)
-        )
-    }
-
-    /// The value in funnels: never NULL, a missing value is `''` (normalized afterwards, as
-    /// PostHog's funnels do).
-    pub fn funnel_value(&self) -> String {
-        self.normalized(format!("ifNull({}, '')", self.raw()))
-    }
-}
-
-impl Properties {
-    /// The key of a combination from the dialect text of each value (never NULL).
-    pub fn key_sql(&self, values: &[String]) -> String {
-        if let [one] = values {
-            return one.clone();
-        }
-        let parts: Vec<String> = values
-            .iter()
-            .map(|value| format!("toString(length({value})), ':', {value}"))
-            .collect();
-        format!("concat({})", parts.join(", "))
-    }
-
-    /// The key of a combination of values, as [`Properties::key_sql`] computes it.
-    pub fn encode<S: AsRef<str>>(&self, values: &[S]) -> String {
-        if let [one] = values {
-            return one.as_ref().to_string();
-        }
-        values
-            .iter()
-            .map(|value| format!("{}:{}", value.as_ref().len(), value.as_ref()))
-            .collect()
-    }
-
-    /// The values of a key (one per breakdown); a key that does not split is its first value.
-    pub fn decode(&self, key: &str) -> Vec<String> {
-        let count = self.items.len();
-        if count == 1 {
-            return vec![key.to_string()];
-        }
-        let mut values = Vec::with_capacity(count);
-        let mut rest = key;
-        while values.len() < count {
-            let Some((length, tail)) = rest.split_once(':') else {
-                break;
-            };
-            let Some(value) = length.parse::<usize>().ok().and_then(|n| tail.get(..n)) else {
-                break;
-            };
-            values.push(value.to_string());
-            rest = &tail[value.len()..];
-        }
-        if values.len() != count || !rest.is_empty() {
-            let mut fallback = vec![String::new(); count];
-            fallback[0] = key.to_string();
-            return fallback;
-        }
-        values
-    }
-
-    /// The dialect text of each value in trends.
-    pub fn trends_values(&self) -> Vec<String> {
-        self.items.iter().map(Property::trends_value).collect()
-    }
-
-    /// The dialect text of each value in funnels.
-    pub fn funnel_values(&self) -> Vec<String> {
-        self.items.iter().map(Property::funnel_value).collect()
-    }
-
-    /// The values a point of the insight names (`breakdown` of an InsightActorsQuery, a
-    /// funnel's `funnelStepBreakdown`): one value (or a one-element list) for one breakdown,
-    /// a list of one value per breakdown for several. Numbers and booleans are their text.
-    pub fn point_values(&self, value: &Value, attr: &str) -> Result<Vec<String>, Invalid> {
-        let count = self.items.len();
-        let text = |value: &Value| match value {
-            Value::String(text) => Some(text.clone()),
-            Value::Number(number) => Some(number.to_string()),
-            Value::Bool(flag) => Some(flag.to_string()),
-            _ => None,
-        };
-        let values: Option<Vec<String>> = match value {
-            Value::Array(items) => items.iter().map(text).collect(),
-            other if count == 1 => text(other).map(|one| vec![one]),
-            _ => None,
-        };
-        match values {
-            Some(values) if values.len() == count => Ok(values),
-            _ if count == 1 => Err(Invalid::new(attr, "The breakdown value must be a value.")),
-            _ => Err(Invalid::new(
-                attr,
-                format!("The breakdown value must be a list of {count} values, one per breakdown."),
-            )),
-        }
-    }
-
-    /// Events whose trends values are `values` (a trends point's persons).
-    pub fn trends_condition(&self, values: &[String], attr: &str) -> Result<String, Invalid> {
-        if values.iter().any(|value| value == OTHER) {
-            return Err(Invalid::new(
-                attr,
-                "Persons of the breakdown's other values are not supported: pick a value.",
-            ));
-        }
-        Ok(self
-            .items
-            .iter()
-            .zip(values)
-            .map(|(item, value)| format!("{} = {}", item.trends_value(), sql_text::string(value)))
-            .collect::<Vec<_>>()
-            .join(" AND "))
-    }
-
-    /// How a combination is shown: the value itself, or the list of values.
-    pub fn shown(&self, values: Vec<String>) -> Value {
-        match (self.listed, <[String; 1]>::try_from(values)) {
-            (false, Ok([one])) => Value::String(one),
-            (_, Ok([one])) => json!([one]),
-            (_, Err(values)) => json!(values),
-        }
-    }
-}
-
-impl CohortChoice {
-    /// Whether the person in `column` is in the cohort (`true` for all users).
-    pub fn condition(&self, column: &str, ctx: &Context) -> Result<String, Invalid> {
-        match self {
-            CohortChoice::All => Ok("true".into()),
-            CohortChoice::Cohort { id, attr, .. } => cohorts::membership(*id, column, ctx, attr),
-        }
-    }
-
-    /// Over the events' person.
-    pub fn events_condition(&self, ctx: &Context) -> Result<String, Invalid> {
-        self.condition(EVENTS_PERSON_COLUMN, ctx)
-    }
-
-    /// The label: the cohort's name, or `all users`.
-    pub fn name(&self) -> &str {
-        match self {
-            CohortChoice::All => ALL_USERS,
-            CohortChoice::Cohort { name, .. } => name,
-        }
-    }
-
-    /// 0 for all users.
-    pub fn id(&self) -> i64 {
-        match self {
-            CohortChoice::All => 0,
-            CohortChoice::Cohort { id, .. } => *id,
-        }
-    }
-
-    /// The cohort of `cohorts` a point names (an id, its text, or `"all"` / 0).
-    pub fn find<'a>(cohorts: &'a [CohortChoice], value: &Value) -> Option<&'a CohortChoice> {
-        let id = Scalar::deserialize(value)
-            .ok()
-            .and_then(|scalar| cohort_id(&scalar))?;
-        if id == 0 {
-            return Some(&ALL);
-        }
-        cohorts.iter().find(|cohort| cohort.id() == id)
-    }
-}
+mod values;
 
 #[cfg(test)]
-#[path = "breakdown_tests.rs"]
 pub(crate) mod tests;
