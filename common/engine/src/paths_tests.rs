@@ -19,6 +19,9 @@ fn params(limit: usize, start: Option<&str>, end: Option<&str>) -> Params {
 /// `(session, step, item, previous item, seconds since it, last step)` of each kept step.
 type Row = (i64, i64, String, String, Option<i64>, i64);
 
+/// Each actor's `(session, step, item)` steps.
+type ActorSteps = Vec<(i64, Vec<(i64, i64, String)>)>;
+
 fn run(params: &Params, events: &[(i64, &str)]) -> Vec<Row> {
     let mut events: Vec<(i64, &str)> = events
         .iter()
@@ -197,7 +200,7 @@ async fn grouped_over_partitions_it_gives_each_actors_steps() {
         .await
         .unwrap();
     let batches = frame.collect().await.unwrap();
-    let mut got: Vec<(i64, Vec<(i64, i64, String)>)> = Vec::new();
+    let mut got: ActorSteps = Vec::new();
     for batch in &batches {
         let actor = batch.column(0).as_primitive::<Int64Type>();
         let lists = batch.column(1).as_list::<i32>();
@@ -215,7 +218,7 @@ async fn grouped_over_partitions_it_gives_each_actors_steps() {
             ));
         }
     }
-    let expected: Vec<(i64, Vec<(i64, i64, String)>)> = (0..7)
+    let expected: ActorSteps = (0..7)
         .map(|actor| {
             let mut events: Vec<(i64, &str)> = (0..120usize)
                 .filter(|&row| actors[row] == actor)
