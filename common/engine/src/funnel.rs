@@ -26,14 +26,14 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::{Buffer, OffsetBuffer};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
 
-use crate::grouped_rows::{GroupedRows, constant_argument};
+use crate::grouped_rows::{GroupedRows, constant_argument, micros, passes, timestamp_argument};
 
 /// The name the rewriter maps `aggregateFunnel` to.
 pub const NAME: &str = "hogql_aggregate_funnel";
@@ -106,15 +106,7 @@ impl AggregateUDFImpl for AggregateFunnel {
                 arg_types.len()
             );
         }
-        let timestamp = match &arg_types[3] {
-            DataType::Timestamp(_, zone) => {
-                DataType::Timestamp(TimeUnit::Microsecond, zone.clone())
-            }
-            DataType::Date32 | DataType::Date64 | DataType::Null => {
-                DataType::Timestamp(TimeUnit::Microsecond, None)
-            }
-            other => return plan_err!("aggregateFunnel expects a timestamp, found {other}"),
-        };
+        let timestamp = timestamp_argument(&arg_types[3], "aggregateFunnel")?;
         Ok(vec![
             DataType::Int64,
             DataType::Int64,
@@ -203,17 +195,10 @@ impl Columns {
         if values.len() < 6 {
             return exec_err!("aggregateFunnel expects 6 arguments");
         }
-        let micros = cast(
-            &cast(
-                &values[3],
-                &DataType::Timestamp(TimeUnit::Microsecond, None),
-            )?,
-            &DataType::Int64,
-        )?;
         let steps = cast(&values[4], &DataType::Int64)?;
         let exclusions = cast(&values[5], &DataType::Int64)?;
         Ok(Self {
-            micros: micros.as_primitive::<Int64Type>().clone(),
+            micros: micros(&values[3])?,
             steps: steps.as_primitive::<Int64Type>().clone(),
             exclusions: exclusions.as_primitive::<Int64Type>().clone(),
         })
@@ -239,10 +224,6 @@ impl Columns {
         };
         (order == Order::Strict || event.steps != 0 || event.exclusions != 0).then_some(event)
     }
-}
-
-fn passes(filter: Option<&BooleanArray>, row: usize) -> bool {
-    filter.is_none_or(|filter| filter.is_valid(row) && filter.value(row))
 }
 
 /// The intermediate state: per group, its events packed as [`PACKED_BYTES`] little-endian

@@ -3,7 +3,10 @@
 //! emitted. (A vector per group, grown row by row, each push into another group's buffer, was
 //! the funnel's largest cost in `perf`, with the allocator's.)
 
-use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit};
+use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::EmitTo;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::physical_expr::expressions::Literal;
@@ -23,6 +26,34 @@ pub(crate) fn constant_argument(
         Some(literal) => Ok(literal.value().clone()),
         None => exec_err!("{function}: argument {} must be a constant", index + 1),
     }
+}
+
+/// The type a per-actor aggregate takes its timestamp argument as: microseconds, in the
+/// argument's own time zone.
+pub(crate) fn timestamp_argument(argument: &DataType, function: &str) -> Result<DataType> {
+    match argument {
+        DataType::Timestamp(_, zone) => {
+            Ok(DataType::Timestamp(TimeUnit::Microsecond, zone.clone()))
+        }
+        DataType::Date32 | DataType::Date64 | DataType::Null => {
+            Ok(DataType::Timestamp(TimeUnit::Microsecond, None))
+        }
+        other => plan_err!("{function} expects a timestamp, found {other}"),
+    }
+}
+
+/// A timestamp argument's values as microseconds since the epoch.
+pub(crate) fn micros(values: &ArrayRef) -> Result<Int64Array> {
+    let micros = cast(
+        &cast(values, &DataType::Timestamp(TimeUnit::Microsecond, None))?,
+        &DataType::Int64,
+    )?;
+    Ok(micros.as_primitive::<Int64Type>().clone())
+}
+
+/// Whether row `row` passes the aggregate's `FILTER` (every row does without one).
+pub(crate) fn passes(filter: Option<&BooleanArray>, row: usize) -> bool {
+    filter.is_none_or(|filter| filter.is_valid(row) && filter.value(row))
 }
 
 #[derive(Debug, PartialEq)]

@@ -26,15 +26,14 @@ use datafusion::arrow::array::{
     StringBuilder, StructArray, TimestampMicrosecondArray,
 };
 use datafusion::arrow::buffer::{Buffer, OffsetBuffer};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Int64Type, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, TimeUnit};
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
 
-use crate::grouped_rows::{GroupedRows, constant_argument};
+use crate::grouped_rows::{GroupedRows, constant_argument, micros, passes, timestamp_argument};
 
 /// The name the rewriter maps `aggregatePaths` to.
 pub const NAME: &str = "hogql_aggregate_paths";
@@ -118,15 +117,7 @@ impl AggregateUDFImpl for AggregatePaths {
                 arg_types.len()
             );
         }
-        let timestamp = match &arg_types[4] {
-            DataType::Timestamp(_, zone) => {
-                DataType::Timestamp(TimeUnit::Microsecond, zone.clone())
-            }
-            DataType::Date32 | DataType::Date64 | DataType::Null => {
-                DataType::Timestamp(TimeUnit::Microsecond, None)
-            }
-            other => return plan_err!("{FUNCTION} expects a timestamp, found {other}"),
-        };
+        let timestamp = timestamp_argument(&arg_types[4], FUNCTION)?;
         // Items are read in whichever string layout they come (no copy into another).
         let item = match &arg_types[5] {
             text if is_text(text) => text.clone(),
@@ -144,12 +135,10 @@ impl AggregateUDFImpl for AggregatePaths {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        let timestamp = match arg_types.get(4) {
-            Some(DataType::Timestamp(_, zone)) => {
-                DataType::Timestamp(TimeUnit::Microsecond, zone.clone())
-            }
-            _ => DataType::Timestamp(TimeUnit::Microsecond, None),
-        };
+        let timestamp = arg_types
+            .get(4)
+            .and_then(|argument| timestamp_argument(argument, FUNCTION).ok())
+            .unwrap_or(DataType::Timestamp(TimeUnit::Microsecond, None));
         Ok(DataType::List(list_field(step_fields(timestamp))))
     }
 
@@ -420,15 +409,8 @@ impl EventColumns {
         if values.len() < 6 {
             return exec_err!("{FUNCTION} expects 6 arguments");
         }
-        let micros = cast(
-            &cast(
-                &values[4],
-                &DataType::Timestamp(TimeUnit::Microsecond, None),
-            )?,
-            &DataType::Int64,
-        )?;
         Ok(Self {
-            micros: micros.as_primitive::<Int64Type>().clone(),
+            micros: micros(&values[4])?,
             items: Arc::clone(&values[5]),
         })
     }
@@ -449,10 +431,6 @@ impl EventColumns {
         };
         Some((self.micros.value(row), item))
     }
-}
-
-fn passes(filter: Option<&BooleanArray>, row: usize) -> bool {
-    filter.is_none_or(|filter| filter.is_valid(row) && filter.value(row))
 }
 
 /// Intermediate states: per actor, its events packed as time (8 bytes), item length (4) and

@@ -1,5 +1,5 @@
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{Int64Type, Schema};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
