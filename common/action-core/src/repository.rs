@@ -3,18 +3,14 @@
 //! transaction with its activity entry.
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor};
-use common::repository::{self as entities, Entity, team_pk};
-use common::store::{self, Store, StoreError};
+use common::activity::Actor;
+use common::repository::{self as entities, Entity, Numbered, WriteError};
+use common::store::{Store, StoreError};
 
 use crate::Action;
 
 /// The activity log's scope for actions (PostHog's model name).
 pub const SCOPE: &str = "Action";
-
-const COUNTER_SK: &str = "COUNTER#ACTION";
-/// The activity of a soft-deleted action brought back.
-const RESTORED: &str = "restored";
 
 /// Top-level fields that are bookkeeping, not changes worth a log line.
 const IGNORED_IN_DIFFS: [&str; 7] = entities::bookkeeping_and(&["last_calculated_at"]);
@@ -31,17 +27,12 @@ impl Entity for Action {
     }
 }
 
+impl Numbered for Action {
+    const COUNTER: &'static str = "COUNTER#ACTION";
+}
+
 common::stamped!(Action, i64, soft_deleted);
 common::entity_reads! { Action, i64, Stored { action, item_version }, live }
-
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// The action changed since it was read; read again.
-    #[error("the action changed since it was read")]
-    Raced,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 /// Stores `action` with the project's next id and its `created` entry; a lost race on the
 /// counter is retried.
@@ -52,51 +43,11 @@ pub async fn create(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Action, WriteError> {
-    let pk = team_pk(team_id);
-    for attempt in 0..store::UPDATE_ATTEMPTS {
-        entities::pause_before(attempt).await;
-        let mut action = action.clone();
-        let ops =
-            entities::plan_numbered(store, COUNTER_SK, &mut action, team_id, actor, at).await?;
-        if entities::commit(store, ops).await? {
-            return Ok(action);
-        }
-        if store::claim_next_id(store, &pk, COUNTER_SK).await?.0 == action.id {
-            return Err(WriteError::Raced);
-        }
-    }
-    Err(WriteError::Raced)
+    entities::create_numbered(store, team_id, action, actor, at).await
 }
 
 /// Replaces `before` (as read) by `after`, logged `updated`, `deleted` or `restored`.
-pub async fn save(
-    store: &dyn Store,
-    team_id: i64,
-    before: &Stored,
-    mut after: Action,
-    actor: &Actor,
-    at: DateTime<Utc>,
-) -> Result<Action, WriteError> {
-    let old = &before.action;
-    let kind = match (old.deleted, after.deleted) {
-        (false, true) => activity::DELETED,
-        (true, false) => RESTORED,
-        _ => activity::UPDATED,
-    };
-    let ops = entities::plan_save(
-        team_id,
-        old,
-        before.item_version,
-        &mut after,
-        kind,
-        actor,
-        at,
-    )?;
-    match entities::commit(store, ops).await? {
-        true => Ok(after),
-        false => Err(WriteError::Raced),
-    }
-}
+pub use entities::save_edit as save;
 
 /// The live action of the project, other than `except`, already named `name` (PostHog refuses
 /// a second live action of one name).
@@ -117,6 +68,7 @@ pub async fn name_taken(
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
+    use common::activity;
 
     use super::*;
 

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor};
-use common::repository::{self as entities, Entity, team_pk};
+use common::activity::Actor;
+use common::repository::{self as entities, Entity, Numbered, WriteError, team_pk};
 use common::store::{self, Store, StoreError, WriteOp};
 
 use crate::definition::DefinitionError;
@@ -16,9 +16,6 @@ use crate::{Cohort, Filters};
 /// The activity log's scope for cohorts (PostHog's model name).
 pub const SCOPE: &str = "Cohort";
 
-const COUNTER_SK: &str = "COUNTER#COHORT";
-/// The activity of a soft-deleted cohort brought back.
-const RESTORED: &str = "restored";
 /// How deep cohorts may name cohorts that name cohorts.
 const MAX_NESTING: usize = 10;
 
@@ -41,17 +38,12 @@ impl Entity for Cohort {
     }
 }
 
+impl Numbered for Cohort {
+    const COUNTER: &'static str = "COUNTER#COHORT";
+}
+
 common::stamped!(Cohort, i64, soft_deleted);
 common::entity_reads! { Cohort, i64, Stored { cohort, item_version }, live }
-
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// The cohort (or an item written with it) changed since it was read; read again.
-    #[error("the cohort changed since it was read")]
-    Raced,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 /// Stores `cohort` with the project's next id and its `created` entry, plus the writes `link`
 /// makes for the cohort as it will be stored (its id known), in one transaction. A lost race on
@@ -62,60 +54,17 @@ pub async fn create<F>(
     cohort: Cohort,
     actor: &Actor,
     at: DateTime<Utc>,
-    mut link: F,
+    link: F,
 ) -> Result<Cohort, WriteError>
 where
-    F: FnMut(&Cohort) -> Result<Vec<WriteOp>, StoreError>,
+    F: Fn(&Cohort) -> Result<Vec<WriteOp>, StoreError> + Sync,
 {
-    let pk = team_pk(team_id);
-    for attempt in 0..store::UPDATE_ATTEMPTS {
-        entities::pause_before(attempt).await;
-        let mut cohort = cohort.clone();
-        let mut ops =
-            entities::plan_numbered(store, COUNTER_SK, &mut cohort, team_id, actor, at).await?;
-        ops.extend(link(&cohort)?);
-        if entities::commit(store, ops).await? {
-            return Ok(cohort);
-        }
-        // The counter moved (count again) or a linked item changed (the caller's to read).
-        if store::claim_next_id(store, &pk, COUNTER_SK).await?.0 == cohort.id {
-            return Err(WriteError::Raced);
-        }
-    }
-    Err(WriteError::Raced)
+    entities::create_linked(store, team_id, cohort, actor, at, link).await
 }
 
 /// Replaces `before` (as read) by `after`: bumps `version` and `updated_at` and logs `updated`
 /// (or `deleted`, or `restored`). [`WriteError::Raced`] when the cohort changed since it was read.
-pub async fn save(
-    store: &dyn Store,
-    team_id: i64,
-    before: &Stored,
-    mut after: Cohort,
-    actor: &Actor,
-    at: DateTime<Utc>,
-) -> Result<Cohort, WriteError> {
-    let old = &before.cohort;
-    // PostHog's perform_update names the soft delete and the restore.
-    let kind = match (old.deleted, after.deleted) {
-        (false, true) => activity::DELETED,
-        (true, false) => RESTORED,
-        _ => activity::UPDATED,
-    };
-    let ops = entities::plan_save(
-        team_id,
-        old,
-        before.item_version,
-        &mut after,
-        kind,
-        actor,
-        at,
-    )?;
-    match entities::commit(store, ops).await? {
-        true => Ok(after),
-        false => Err(WriteError::Raced),
-    }
-}
+pub use entities::save_edit as save;
 
 /// Bookkeeping that is not a user's change (count, calculation state): written under the
 /// item's version without an activity entry. `change` may run more than once.
@@ -184,6 +133,7 @@ pub enum ReferenceError {
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
+    use common::activity;
     use serde_json::{Value, json};
 
     use super::*;

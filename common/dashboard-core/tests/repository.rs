@@ -5,7 +5,8 @@
 
 use chrono::{TimeZone, Utc};
 use common::activity::{self, Actor};
-use dashboard_core::repository::{Retiling, commit, dashboards, insights};
+use common::repository::{WriteError, try_commit};
+use dashboard_core::repository::{Retiling, dashboards, insights};
 use dashboard_core::{Dashboard, Insight};
 
 const TEAM: i64 = 7;
@@ -64,7 +65,7 @@ async fn tiles_follow_an_insights_dashboards() {
         let ops = dashboards::plan_create(&store, &mut board, &actor, at(1))
             .await
             .unwrap();
-        commit(&store, ops).await.unwrap();
+        try_commit(&store, ops).await.unwrap();
         ids.push(board.id);
     }
     assert_eq!(ids, [1, 2]);
@@ -74,7 +75,7 @@ async fn tiles_follow_an_insights_dashboards() {
     let ops = insights::plan_create(&store, &mut chart, &ids, &live, &actor, at(2))
         .await
         .unwrap();
-    commit(&store, ops).await.unwrap();
+    try_commit(&store, ops).await.unwrap();
     assert_eq!((chart.id, chart.version), (1, 1));
     assert_eq!(
         insights::id_of_short(&store, TEAM, &chart.short_id)
@@ -136,7 +137,7 @@ async fn deleting_a_dashboard_takes_the_insights_only_it_shows() {
         let ops = dashboards::plan_create(&store, &mut board, &actor, at(1))
             .await
             .unwrap();
-        commit(&store, ops).await.unwrap();
+        try_commit(&store, ops).await.unwrap();
         boards.push(board.id);
     }
     for (name, on) in [("alone", vec![boards[0]]), ("shared", boards.clone())] {
@@ -145,7 +146,7 @@ async fn deleting_a_dashboard_takes_the_insights_only_it_shows() {
         let ops = insights::plan_create(&store, &mut chart, &on, &live, &actor, at(2))
             .await
             .unwrap();
-        commit(&store, ops).await.unwrap();
+        try_commit(&store, ops).await.unwrap();
     }
     let first = dashboards::get(&store, TEAM, boards[0])
         .await
@@ -219,14 +220,14 @@ async fn a_dashboard_with_more_insights_than_one_transaction_holds() {
     let ops = dashboards::plan_create(&store, &mut board, &actor, at(1))
         .await
         .unwrap();
-    commit(&store, ops).await.unwrap();
+    try_commit(&store, ops).await.unwrap();
     for index in 0..MANY {
         let live = dashboards::list_live_stored(&store, TEAM).await.unwrap();
         let mut chart = insight(&format!("chart {index}"));
         let ops = insights::plan_create(&store, &mut chart, &[board.id], &live, &actor, at(2))
             .await
             .unwrap();
-        commit(&store, ops).await.unwrap();
+        try_commit(&store, ops).await.unwrap();
     }
 
     let first = dashboards::get(&store, TEAM, board.id)
@@ -276,7 +277,7 @@ async fn a_dashboard_with_more_insights_than_one_transaction_holds() {
     ops.commit(&store).await.unwrap();
     assert!(matches!(
         writes.commit(&store).await,
-        Err(dashboard_core::repository::WriteError::Raced)
+        Err(WriteError::Raced)
     ));
     let left = insights::list_live(&store, TEAM).await.unwrap().len();
     assert!(left < MANY, "the parts ahead committed: {left} left");

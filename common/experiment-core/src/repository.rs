@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use common::activity::Actor;
-use common::repository::{self as entities, Entity};
+use common::repository::{self as entities, Entity, Numbered, retry};
 use common::store::{self, Store, StoreError, WriteOp};
 use feature_flags::FeatureFlag;
 use feature_flags::repository::{self as flags, NewFlag};
@@ -15,7 +15,6 @@ use crate::Experiment;
 /// The activity log's scope for experiments (PostHog's model name).
 pub const SCOPE: &str = "Experiment";
 
-const COUNTER_SK: &str = "COUNTER#EXPERIMENT";
 /// Ids of the links to saved metrics (PostHog numbers its through-table rows).
 const LINK_COUNTER_SK: &str = "COUNTER#EXPERIMENT_SAVED_METRIC_LINK";
 
@@ -26,6 +25,10 @@ impl Entity for Experiment {
     fn display_name(&self) -> String {
         self.name.clone()
     }
+}
+
+impl Numbered for Experiment {
+    const COUNTER: &'static str = "COUNTER#EXPERIMENT";
 }
 
 common::stamped!(Experiment, i64, soft_deleted);
@@ -51,18 +54,14 @@ pub enum FlagWrite {
     },
 }
 
-/// Why a write did not happen.
+/// Why an experiment's write was refused: the new flag's key is held by another live flag.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// The new flag's key is held by another live flag.
-    #[error("another flag holds this key")]
-    FlagKeyTaken,
-    /// The experiment or its flag changed since they were read; read them again.
-    #[error("the experiment or its flag changed since it was read")]
-    Raced,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+#[error("another flag holds this key")]
+pub struct FlagKeyTaken;
+
+/// Why a write did not happen: [`FlagKeyTaken`], or the experiment or its flag changed since
+/// they were read ([`entities::WriteError::Raced`]: read them again), or the Store failed.
+pub type WriteError = entities::WriteError<FlagKeyTaken>;
 
 /// An experiment as written, with its flag when the write touched it.
 #[derive(Debug, Clone)]
@@ -72,8 +71,7 @@ pub struct Written {
 }
 
 /// Stores `experiment` with the project's next id, its `created` entry and the flag write, in one
-/// transaction. A lost race on either counter is retried; a taken flag key is
-/// [`WriteError::FlagKeyTaken`].
+/// transaction. A lost race on either counter is retried; a taken flag key is [`FlagKeyTaken`].
 pub async fn create(
     store: &dyn Store,
     team_id: i64,
@@ -82,41 +80,44 @@ pub async fn create(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<Written, WriteError> {
-    for attempt in 0..store::UPDATE_ATTEMPTS {
-        entities::pause_before(attempt).await;
-        let mut experiment = experiment.clone();
-        let (mut ops, written_flag) = plan_flag(store, team_id, &flag, actor, at).await?;
-        if let (FlagWrite::Create(_), Some(flag)) = (&flag, &written_flag) {
-            experiment.feature_flag_id = flag.id;
-        }
-        ops.extend(number_links(store, team_id, &mut experiment).await?);
-        ops.extend(
-            entities::plan_numbered(store, COUNTER_SK, &mut experiment, team_id, actor, at).await?,
-        );
-        if entities::commit(store, ops).await? {
-            return Ok(Written {
-                experiment,
-                flag: written_flag,
-            });
-        }
-        if let FlagWrite::Create(new) = &flag
-            && flags::create_failure(store, team_id, &new.key)
-                .await?
-                .is_some()
-        {
-            return Err(WriteError::FlagKeyTaken);
-        }
-        if let FlagWrite::Save { before, .. } = &flag
-            && !matches!(
-                flags::save_failure(store, team_id, before).await,
-                flags::WriteError::KeyTaken
-            )
-        {
-            return Err(WriteError::Raced);
-        }
-        // A counter moved under this write: count again.
-    }
-    Err(WriteError::Raced)
+    let (experiment, flag) = (&experiment, &flag);
+    retry(
+        store::UPDATE_ATTEMPTS,
+        std::convert::identity,
+        || async move {
+            let mut experiment = experiment.clone();
+            let (mut ops, written_flag) = plan_flag(store, team_id, flag, actor, at).await?;
+            if let (FlagWrite::Create(_), Some(flag)) = (flag, &written_flag) {
+                experiment.feature_flag_id = flag.id;
+            }
+            ops.extend(number_links(store, team_id, &mut experiment).await?);
+            ops.extend(entities::plan_numbered(store, &mut experiment, team_id, actor, at).await?);
+            if entities::commit(store, ops).await? {
+                return Ok(Ok(Written {
+                    experiment,
+                    flag: written_flag,
+                }));
+            }
+            if let FlagWrite::Create(new) = flag
+                && flags::create_failure(store, team_id, &new.key)
+                    .await?
+                    .is_some()
+            {
+                return Err(WriteError::Refused(FlagKeyTaken));
+            }
+            if let FlagWrite::Save { before, .. } = flag
+                && !matches!(
+                    flags::save_failure(store, team_id, before).await,
+                    flags::WriteError::Refused(flags::Refusal::KeyTaken)
+                )
+            {
+                return Err(WriteError::Raced);
+            }
+            // A counter moved under this write: count again.
+            Ok(Err(WriteError::Raced))
+        },
+    )
+    .await
 }
 
 /// Replaces `before` (as read) by `after` with the flag write, in one attempt: bumps `version`
@@ -157,7 +158,7 @@ pub async fn save(
                 .await?
                 .is_some() =>
         {
-            Err(WriteError::FlagKeyTaken)
+            Err(WriteError::Refused(FlagKeyTaken))
         }
         _ => Err(WriteError::Raced),
     }
@@ -255,7 +256,7 @@ mod tests {
         assert_eq!(b.experiment.feature_flag_id, b.flag.as_ref().unwrap().id);
         assert!(matches!(
             create(&store, 1, draft("c"), new_flag("a"), &actor, at).await,
-            Err(WriteError::FlagKeyTaken)
+            Err(WriteError::Refused(FlagKeyTaken))
         ));
         assert_eq!(list_all(&store, 1).await.unwrap().len(), 2);
 

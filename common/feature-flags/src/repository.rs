@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use common::activity::Actor;
-use common::repository::{self as entities, Entity, team_pk};
+use common::repository::{self as entities, Entity, Numbered, retry, team_pk};
 use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -17,8 +17,6 @@ use crate::model::{EvaluationRuntime, FlagFilters};
 /// The activity log's scope for flags (PostHog's model name).
 pub const SCOPE: &str = "FeatureFlag";
 
-const COUNTER_SK: &str = "COUNTER#FLAG";
-
 impl Entity for FeatureFlag {
     const PREFIX: &'static str = "FLAG#";
     const SCOPE: &'static str = SCOPE;
@@ -28,6 +26,10 @@ impl Entity for FeatureFlag {
     fn display_name(&self) -> String {
         self.key.clone()
     }
+}
+
+impl Numbered for FeatureFlag {
+    const COUNTER: &'static str = "COUNTER#FLAG";
 }
 
 common::stamped!(FeatureFlag, i64, soft_deleted);
@@ -50,20 +52,19 @@ pub struct NewFlag {
     pub created_by: Option<Uuid>,
 }
 
-/// Why a write did not happen.
+/// Why a flag's write was refused.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub enum Refusal {
     /// Another live flag of the project holds the key.
     #[error("another flag holds this key")]
     KeyTaken,
-    /// The flag changed since it was read; read it again.
-    #[error("the flag changed since it was read")]
-    Raced,
     #[error("the flag does not exist")]
     NotFound,
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
+
+/// Why a write did not happen: a [`Refusal`], or the flag changed since it was read
+/// ([`entities::WriteError::Raced`]: read it again), or the Store failed.
+pub type WriteError = entities::WriteError<Refusal>;
 
 #[derive(Serialize, Deserialize)]
 struct KeyClaim {
@@ -109,7 +110,7 @@ pub async fn plan_create_many(
         return Ok((Vec::new(), Vec::new()));
     }
     let (first, counter) =
-        store::claim_next_ids(store, &team_pk(team_id), COUNTER_SK, count).await?;
+        store::claim_next_ids(store, &team_pk(team_id), FeatureFlag::COUNTER, count).await?;
     let mut ops = vec![counter];
     let mut flags = Vec::with_capacity(new.len());
     for (id, new) in (first..).zip(new) {
@@ -137,7 +138,7 @@ pub async fn plan_create_many(
 }
 
 /// Why a transaction holding [`plan_create`]'s ops failed its conditions: the key is taken
-/// ([`WriteError::KeyTaken`]), or else another writer took the id (`None`: plan again).
+/// ([`Refusal::KeyTaken`]), or else another writer took the id (`None`: plan again).
 pub async fn create_failure(
     store: &dyn Store,
     team_id: i64,
@@ -146,11 +147,11 @@ pub async fn create_failure(
     Ok(store
         .get(&team_pk(team_id), &key_sk(key))
         .await?
-        .map(|_| WriteError::KeyTaken))
+        .map(|_| WriteError::Refused(Refusal::KeyTaken)))
 }
 
 /// Stores a new flag with the next id of the project, its key claim and its `created` entry.
-/// A lost race on the counter is retried; a taken key is [`WriteError::KeyTaken`].
+/// A lost race on the counter is retried; a taken key is [`Refusal::KeyTaken`].
 pub async fn create(
     store: &dyn Store,
     team_id: i64,
@@ -158,18 +159,23 @@ pub async fn create(
     actor: &Actor,
     at: DateTime<Utc>,
 ) -> Result<FeatureFlag, WriteError> {
-    for attempt in 0..store::UPDATE_ATTEMPTS {
-        entities::pause_before(attempt).await;
-        let planned = plan_create(store, team_id, new.clone(), actor, at).await?;
-        if entities::commit(store, planned.ops).await? {
-            return Ok(planned.flag);
-        }
-        if let Some(error) = create_failure(store, team_id, &planned.flag.key).await? {
-            return Err(error);
-        }
-        // Another flag took this id first: count again.
-    }
-    Err(WriteError::Raced)
+    let new = &new;
+    retry(
+        store::UPDATE_ATTEMPTS,
+        std::convert::identity,
+        || async move {
+            let planned = plan_create(store, team_id, new.clone(), actor, at).await?;
+            if entities::commit(store, planned.ops).await? {
+                return Ok(Ok(planned.flag));
+            }
+            if let Some(error) = create_failure(store, team_id, &planned.flag.key).await? {
+                return Err(error);
+            }
+            // Another flag took this id first: count again.
+            Ok(Err(WriteError::Raced))
+        },
+    )
+    .await
 }
 
 /// The writes that replace `before` (as read) by `after`, built but not executed: bumps
@@ -206,10 +212,10 @@ pub async fn save_failure(store: &dyn Store, team_id: i64, before: &Stored) -> W
         .await
     {
         Err(error) => error.into(),
-        Ok(None) => WriteError::NotFound,
+        Ok(None) => WriteError::Refused(Refusal::NotFound),
         Ok(Some(item)) if item.version != before.item_version => WriteError::Raced,
         // The flag is as read, so the new key's claim is what failed.
-        Ok(Some(_)) => WriteError::KeyTaken,
+        Ok(Some(_)) => WriteError::Refused(Refusal::KeyTaken),
     }
 }
 
@@ -292,7 +298,7 @@ mod tests {
         assert_eq!((a.id, b.id, other.id), (1, 2, 1));
         assert!(matches!(
             create(&store, 1, new_flag("a"), &actor, now).await,
-            Err(WriteError::KeyTaken)
+            Err(WriteError::Refused(Refusal::KeyTaken))
         ));
 
         // Renaming onto a taken key fails; a stale read races.
@@ -301,7 +307,7 @@ mod tests {
         renamed.key = "a".into();
         assert!(matches!(
             save(&store, 1, &stored_b, renamed.clone(), &actor, now).await,
-            Err(WriteError::KeyTaken)
+            Err(WriteError::Refused(Refusal::KeyTaken))
         ));
         renamed.key = "c".into();
         let saved = save(&store, 1, &stored_b, renamed.clone(), &actor, now)

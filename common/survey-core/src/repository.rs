@@ -6,7 +6,7 @@
 //! who may add the writes of the survey's flags ([`crate::flags`]).
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor};
+use common::activity::Actor;
 use common::repository::{self as entities, Entity, team_pk};
 use common::store::{Condition, Item, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
@@ -56,18 +56,14 @@ struct NameClaim {
     survey_id: Uuid,
 }
 
-/// Why a planned write did not happen.
+/// Why a survey's write was refused: another survey of the project has this name.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// Another survey of the project has this name.
-    #[error("another survey has this name")]
-    NameTaken,
-    /// The survey (or one of its flags) changed since it was read; read again.
-    #[error("the survey changed since it was read")]
-    Raced,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+#[error("another survey has this name")]
+pub struct NameTaken;
+
+/// Why a planned write did not happen: [`NameTaken`], or the survey (or one of its flags)
+/// changed since it was read ([`entities::WriteError::Raced`]: read again), or the Store failed.
+pub type WriteError = entities::WriteError<NameTaken>;
 
 /// The writes that store a new survey (its `id`, `team_id` and `created_at` already set), its
 /// name claim and its `created` entry.
@@ -122,25 +118,17 @@ pub fn plan_delete(
     at: DateTime<Utc>,
 ) -> Result<Vec<WriteOp>, StoreError> {
     let survey = &before.survey;
-    let pk = team_pk(survey.team_id);
-    let before_value = entities::encode(survey)?;
-    Ok(vec![
-        WriteOp::Delete {
-            pk: pk.clone(),
-            sk: Survey::sort_key(&survey.id),
-            condition: Condition::VersionEquals(before.item_version),
-        },
-        WriteOp::Delete {
-            pk,
-            sk: name_sk(&survey.name),
-            condition: Condition::None,
-        },
-        entities::record(survey, actor, activity::DELETED, None, &before_value, at).put_op()?,
-    ])
+    let mut ops = entities::plan_delete(survey, before.item_version, actor, at)?;
+    ops.push(WriteOp::Delete {
+        pk: team_pk(survey.team_id),
+        sk: name_sk(&survey.name),
+        condition: Condition::None,
+    });
+    Ok(ops)
 }
 
 /// Why a transaction holding this module's writes for `survey` failed its conditions: its name
-/// is held by another survey ([`WriteError::NameTaken`]), else something changed under it.
+/// is held by another survey ([`NameTaken`]), else something changed under it.
 pub async fn failure(store: &dyn Store, survey: &Survey) -> WriteError {
     match store
         .get(&team_pk(survey.team_id), &name_sk(&survey.name))
@@ -148,7 +136,7 @@ pub async fn failure(store: &dyn Store, survey: &Survey) -> WriteError {
     {
         Err(error) => error.into(),
         Ok(Some(item)) => match item.parse::<NameClaim>() {
-            Ok(claim) if claim.survey_id != survey.id => WriteError::NameTaken,
+            Ok(claim) if claim.survey_id != survey.id => WriteError::Refused(NameTaken),
             Ok(_) => WriteError::Raced,
             Err(error) => error.into(),
         },

@@ -8,7 +8,7 @@ use common::store::Store;
 use common::testing::TestState;
 use serde_json::json;
 use survey_core::flags::{self, Owned};
-use survey_core::repository::{self, WriteError};
+use survey_core::repository::{self, NameTaken, WriteError};
 use survey_core::validate::{self, Targeting};
 use survey_core::{Survey, archive};
 
@@ -58,7 +58,10 @@ async fn names_flags_and_archives_on_every_backend() {
         assert_eq!(outcomes.iter().filter(|ok| **ok).count(), 1, "{label}");
         let lost = if a.is_ok() { b } else { a };
         assert!(
-            matches!(lost, Err(WriteError::NameTaken | WriteError::Raced)),
+            matches!(
+                lost,
+                Err(WriteError::Refused(NameTaken) | WriteError::Raced)
+            ),
             "{label}"
         );
 
@@ -91,7 +94,7 @@ async fn names_flags_and_archives_on_every_backend() {
         .unwrap();
         assert!(matches!(
             repository::commit(store, &renamed, ops).await,
-            Err(WriteError::NameTaken)
+            Err(WriteError::Refused(NameTaken))
         ));
         let mut renamed = stored.survey.clone();
         renamed.name = "NPS 2".into();

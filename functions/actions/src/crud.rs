@@ -1,17 +1,18 @@
-//! `/api/projects/:project_id/actions/`: list, create, retrieve, update (with soft delete and
-//! restore) and the refused hard delete.
+//! `/api/projects/:project_id/actions/`: list, create, retrieve and update (with soft delete and
+//! restore); a hard delete is refused (`common::repository::routes::refused_delete`).
 
 use action_core::Action;
 use action_core::body::{self, ActionBody};
-use action_core::repository::{self, Stored, WriteError};
+use action_core::repository;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::http::{Json, item_id};
 use common::models::Scope;
 use common::pagination::Pagination;
+use common::repository::{WriteError, retry};
 use common::store::Store;
 use common::{AppState, Authenticated};
 use serde_json::Value;
@@ -19,17 +20,12 @@ use serde_json::Value;
 use crate::render;
 
 const READ: Scope = Scope::read("action");
-const WRITE: Scope = Scope::write("action");
+pub const WRITE: Scope = Scope::write("action");
 /// Tries of an update before it answers 409 (each try is one read and one transaction).
 const UPDATE_ATTEMPTS: u32 = 16;
 
 fn write_error(error: WriteError) -> ApiError {
-    match error {
-        WriteError::Raced => {
-            ApiError::conflict("The action kept changing under this request; retry.")
-        }
-        WriteError::Store(error) => error.into(),
-    }
+    error.answer_plain("action")
 }
 
 /// PostHog's `validate`: a live action's name is unique in its project.
@@ -45,13 +41,6 @@ async fn check_name(store: &dyn Store, team_id: i64, action: &Action) -> ApiResu
         )),
         None => Ok(()),
     }
-}
-
-/// The action `id`, deleted or not (PostHog hides deleted actions from the list only).
-async fn load(store: &dyn Store, team_id: i64, id: i64) -> ApiResult<Stored> {
-    repository::get(store, team_id, id)
-        .await?
-        .ok_or_else(ApiError::not_found)
 }
 
 /// `GET /actions/`: live actions in PostHog's order (latest `last_calculated_at` first, then
@@ -106,7 +95,7 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let stored = load(store, project.id, item_id(&id)?).await?;
+    let stored = repository::found(store, project.id, item_id(&id)?, true).await?;
     Ok(axum::Json(render::action(store, &stored.action).await?).into_response())
 }
 
@@ -120,39 +109,18 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let id = item_id(&id)?;
-    let body = body::parse(value)?;
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..UPDATE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let before = load(store, project.id, id).await?;
+    let (team_id, id) = (project.id, item_id(&id)?);
+    let body = &body::parse(value)?;
+    let (state, actor) = (&state, &Actor::user(&auth.user));
+    let saved = retry(UPDATE_ATTEMPTS, write_error, || async move {
+        let before = repository::found(store, team_id, id, true).await?;
         let after = body.apply_to(&before.action, false)?;
         if after.name != before.action.name || (before.action.deleted && !after.deleted) {
-            check_name(store, project.id, &after).await?;
+            check_name(store, team_id, &after).await?;
         }
         let at = state.clock.now();
-        match repository::save(store, project.id, &before, after, &actor, at).await {
-            Ok(saved) => {
-                return Ok(axum::Json(render::action(store, &saved).await?).into_response());
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
-    }
-    Err(write_error(WriteError::Raced))
-}
-
-/// `DELETE /actions/:id/`: PostHog's ForbidDestroyModel: a 405 with an empty JSON body;
-/// actions are soft-deleted with `PATCH {"deleted": true}`.
-pub async fn destroy(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, _id)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    auth.project(state.store.as_ref(), &project, WRITE).await?;
-    Ok((
-        StatusCode::METHOD_NOT_ALLOWED,
-        [(header::CONTENT_TYPE, "application/json")],
-    )
-        .into_response())
+        Ok(repository::save(store, team_id, &before, after, actor, at).await)
+    })
+    .await?;
+    Ok(axum::Json(render::action(store, &saved).await?).into_response())
 }

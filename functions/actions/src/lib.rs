@@ -6,26 +6,17 @@ mod render;
 
 use action_core::Action;
 use axum::routing::get;
-use common::activity::routes as activity;
+use common::repository::routes::HardDelete::EmptyBody;
+use common::repository::routes::{entity_routes, item_methods, refused_delete};
 use common::routes::Routes;
+
+use crud::WRITE;
 
 const BASE: &str = "/api/projects/{project_id}/actions";
 
-fn path(tail: &str) -> String {
-    format!("{BASE}{tail}")
-}
-
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Routes {
-    Routes::new()
-        .route(&path(""), get(crud::list).post(crud::create))
-        .route(&path("/activity"), get(activity::of_all::<Action>))
-        .route(
-            &path("/{id}"),
-            get(crud::retrieve)
-                .patch(crud::update)
-                .put(crud::update)
-                .delete(crud::destroy),
-        )
-        .route(&path("/{id}/activity"), get(activity::of_one::<Action>))
+    let refused = refused_delete(WRITE, EmptyBody);
+    let item = item_methods(crud::retrieve, crud::update, refused);
+    entity_routes::<Action>(BASE, get(crud::list).post(crud::create), item)
 }

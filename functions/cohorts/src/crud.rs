@@ -1,19 +1,20 @@
-//! `/api/projects/:project_id/cohorts/`: list, create, retrieve, update (with soft delete and
-//! restore) and the refused hard delete.
+//! `/api/projects/:project_id/cohorts/`: list, create, retrieve and update (with soft delete and
+//! restore); a hard delete is refused (`common::repository::routes::refused_delete`).
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use cohort_core::repository::{self, WriteError};
+use cohort_core::repository;
 use cohort_core::service::{self, CohortBody};
 use common::activity::Actor;
 use common::error::ApiResult;
 use common::http::Json;
 use common::http::item_id;
 use common::pagination::Pagination;
+use common::repository::retry;
 use common::{AppState, Authenticated};
 
-use crate::shared::{READ, UPDATE_ATTEMPTS, WRITE, load, render, write_error};
+use crate::shared::{READ, UPDATE_ATTEMPTS, WRITE, render, write_error};
 
 /// `GET /cohorts/`: live cohorts, newest first, paged with `limit`/`offset`.
 pub async fn list(
@@ -72,7 +73,7 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let stored = load(store, project.id, item_id(&id)?, false).await?;
+    let stored = repository::found(store, project.id, item_id(&id)?, false).await?;
     Ok(axum::Json(render(store, &stored.cohort).await?).into_response())
 }
 
@@ -86,42 +87,22 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let id = item_id(&id)?;
+    let (team_id, id) = (project.id, item_id(&id)?);
     let restoring = body.deleted == Some(false);
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..UPDATE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let before = load(store, project.id, id, restoring).await?;
-        let updated = service::update(store, project.id, &body, &before.cohort).await?;
+    let (state, body, actor) = (&state, &body, &Actor::user(&auth.user));
+    let (saved, recalculate) = retry(UPDATE_ATTEMPTS, write_error, || async move {
+        let before = repository::found(store, team_id, id, restoring).await?;
+        let updated = service::update(store, team_id, body, &before.cohort).await?;
         let at = state.clock.now();
-        match repository::save(store, project.id, &before, updated.cohort, &actor, at).await {
-            Ok(saved) => {
-                feature_flags::cache::cohorts_changed(&state, project.id);
-                let saved = if updated.recalculate && !saved.deleted {
-                    service::queue_calculation(&state, saved).await
-                } else {
-                    saved
-                };
-                return Ok(axum::Json(render(store, &saved).await?).into_response());
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
-    }
-    Err(write_error(WriteError::Raced))
-}
-
-/// `DELETE /cohorts/:id/`: cohorts are soft-deleted with `PATCH {"deleted": true}`; like the
-/// other PostHog viewsets that forbid destroy, a 405 with an empty JSON body.
-pub async fn destroy(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, _id)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    auth.project(state.store.as_ref(), &project, WRITE).await?;
-    Ok((
-        StatusCode::METHOD_NOT_ALLOWED,
-        [(header::CONTENT_TYPE, "application/json")],
-    )
-        .into_response())
+        let saved = repository::save(store, team_id, &before, updated.cohort, actor, at).await;
+        Ok(saved.map(|saved| (saved, updated.recalculate)))
+    })
+    .await?;
+    feature_flags::cache::cohorts_changed(state, team_id);
+    let saved = if recalculate && !saved.deleted {
+        service::queue_calculation(state, saved).await
+    } else {
+        saved
+    };
+    Ok(axum::Json(render(store, &saved).await?).into_response())
 }

@@ -9,8 +9,11 @@ mod shared;
 
 use axum::routing::{get, patch};
 use cohort_core::Cohort;
-use common::activity::routes as activity;
+use common::repository::routes::HardDelete::EmptyBody;
+use common::repository::routes::{entity_routes, item_methods, refused_delete};
 use common::routes::Routes;
+
+use shared::WRITE;
 
 const BASE: &str = "/api/projects/{project_id}/cohorts";
 
@@ -20,17 +23,10 @@ fn path(tail: &str) -> String {
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Routes {
-    Routes::new()
-        .route(&path(""), get(crud::list).post(crud::create))
-        .route(&path("/activity"), get(activity::of_all::<Cohort>))
-        .route(
-            &path("/{id}"),
-            get(crud::retrieve)
-                .patch(crud::update)
-                .put(crud::update)
-                .delete(crud::destroy),
-        )
-        .route(&path("/{id}/activity"), get(activity::of_one::<Cohort>))
+    let refused = refused_delete(WRITE, EmptyBody);
+    let item = item_methods(crud::retrieve, crud::update, refused);
+    let routes = entity_routes::<Cohort>(BASE, get(crud::list).post(crud::create), item);
+    routes
         .route(&path("/{id}/persons"), get(membership::persons))
         .route(
             &path("/{id}/add_persons_to_static_cohort"),

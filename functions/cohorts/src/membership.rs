@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use cohort_core::repository::{self, SCOPE};
+use cohort_core::repository::{self, SCOPE, found};
 use cohort_core::{Cohort, members};
 use common::activity::{Actor, Record};
 use common::error::{ApiError, ApiResult};
@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::shared::{PERSON_READ, READ, WRITE, load};
+use crate::shared::{PERSON_READ, READ, WRITE};
 
 /// PostHog's `DEFAULT_COHORT_INSERT_BATCH_SIZE`: most persons one request may add.
 const MAX_ADD: usize = 1000;
@@ -52,7 +52,7 @@ pub async fn add_persons(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let cohort = load(store, project.id, item_id(&id)?, false).await?.cohort;
+    let cohort = found(store, project.id, item_id(&id)?, false).await?.cohort;
     if !cohort.is_static {
         return Err(invalid("Can only add users to static cohorts"));
     }
@@ -98,7 +98,7 @@ pub async fn remove_person(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let cohort = load(store, project.id, item_id(&id)?, false).await?.cohort;
+    let cohort = found(store, project.id, item_id(&id)?, false).await?.cohort;
     if !cohort.is_static {
         return Err(invalid("Can only remove users from static cohorts"));
     }
@@ -143,7 +143,7 @@ pub async fn persons(
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
     auth.require(PERSON_READ)?;
-    let cohort = load(store, project.id, item_id(&id)?, false).await?.cohort;
+    let cohort = found(store, project.id, item_id(&id)?, false).await?.cohort;
     let uuids = members::list(store, project.id, cohort.id).await?;
     let on_page = uuids
         .iter()

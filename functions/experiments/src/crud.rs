@@ -1,9 +1,10 @@
-//! `/api/projects/:project_id/experiments/`: list, create, retrieve, update and the refused
-//! hard delete (reference 2.2–2.4, 2.7 list filters).
+//! `/api/projects/:project_id/experiments/`: list, create, retrieve and update (reference
+//! 2.2–2.4, 2.7 list filters); a hard delete is refused as PostHog's ForbidDestroyModel refuses
+//! it (`common::repository::routes::refused_delete`).
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
@@ -11,6 +12,7 @@ use common::http::Json;
 use common::http::item_id;
 use common::models::User;
 use common::pagination::Pagination;
+use common::repository::routes::query_string;
 use common::{AppState, Authenticated};
 use experiment_core::repository::{self, FlagWrite};
 use experiment_core::service::{self, FlagChoice};
@@ -56,8 +58,7 @@ pub async fn list(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let Query(params) = params
-        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let params = query_string(params)?;
     let status = match params.status.as_deref() {
         None | Some("all") => None,
         Some("draft") => Some(Status::Draft),
@@ -243,9 +244,9 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, READ).await?;
-    let experiment = repository::get_live(store, project.id, item_id(&id)?)
+    let experiment = repository::found(store, project.id, item_id(&id)?, false)
         .await?
-        .ok_or_else(ApiError::not_found)?;
+        .experiment;
     let flag = flags::get(store, project.id, experiment.feature_flag_id)
         .await?
         .map(|stored| stored.flag);
@@ -277,19 +278,4 @@ pub async fn update(
         )
     })
     .await
-}
-
-/// `DELETE /experiments/:id/`: PostHog's ForbidDestroyModel answers 405 with an empty body.
-/// The JSON content type, as DRF sends it, also keeps the error-shape layer from filling it.
-pub async fn destroy(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, _id)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    auth.project(state.store.as_ref(), &project, WRITE).await?;
-    Ok((
-        StatusCode::METHOD_NOT_ALLOWED,
-        [(header::CONTENT_TYPE, "application/json")],
-    )
-        .into_response())
 }

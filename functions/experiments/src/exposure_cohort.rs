@@ -6,11 +6,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use cohort_core::repository::{self as cohort_store, WriteError};
+use cohort_core::repository as cohort_store;
 use cohort_core::{Cohort, Filters};
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::http::item_id;
+use common::repository::{WriteError, retry};
 use common::store::{Condition, Item, WriteOp};
 use common::{AppState, Authenticated};
 use experiment_core::Experiment;
@@ -33,11 +34,12 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let id = item_id(&id)?;
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let loaded = load(store, project.id, id, false).await?;
+    let (team_id, id) = (project.id, item_id(&id)?);
+    let (state, auth) = (&state, &auth);
+    let actor = &Actor::user(&auth.user);
+    let failure = |error: WriteError| error.answer_plain("experiment");
+    let created = retry(ATTEMPTS, failure, || async move {
+        let loaded = load(store, team_id, id, false).await?;
         let experiment = &loaded.stored.experiment;
         let flag = loaded
             .flag()
@@ -54,7 +56,7 @@ pub async fn create(
         let at = state.clock.now();
         let cohort = Cohort {
             id: 0,
-            team_id: project.id,
+            team_id,
             name: format!("Users exposed to experiment \"{}\"", experiment.name),
             description: String::new(),
             is_static: false,
@@ -79,7 +81,7 @@ pub async fn create(
             next.version += 1;
             next.updated_at = Some(at);
             let mut item = Item::of(
-                common::repository::team_pk(project.id),
+                common::repository::team_pk(team_id),
                 experiment_sk(next.id),
                 &next,
             )?;
@@ -89,25 +91,14 @@ pub async fn create(
                 condition: Condition::VersionEquals(stored.item_version),
             }])
         };
-        match cohort_store::create(store, project.id, cohort, &actor, at, link).await {
-            Ok(created) => {
-                feature_flags::cache::cohorts_changed(&state, project.id);
-                let created = cohort_core::service::queue_calculation(&state, created).await;
-                let rendered = cohort_core::render::cohort(
-                    &created,
-                    feature_flags::render::user_basic(&auth.user),
-                );
-                return Ok(
-                    (StatusCode::CREATED, axum::Json(json!({"cohort": rendered}))).into_response(),
-                );
-            }
-            Err(WriteError::Raced) => continue,
-            Err(WriteError::Store(error)) => return Err(error.into()),
-        }
-    }
-    Err(ApiError::conflict(
-        "The experiment kept changing under this request; retry.",
-    ))
+        Ok(cohort_store::create(store, team_id, cohort, actor, at, link).await)
+    })
+    .await?;
+    feature_flags::cache::cohorts_changed(state, team_id);
+    let created = cohort_core::service::queue_calculation(state, created).await;
+    let rendered =
+        cohort_core::render::cohort(&created, feature_flags::render::user_basic(&auth.user));
+    Ok((StatusCode::CREATED, axum::Json(json!({"cohort": rendered}))).into_response())
 }
 
 /// PostHog's exposure definition: anyone who performed the exposure event since the start.

@@ -8,16 +8,20 @@ mod action_refs;
 mod actions;
 mod crud;
 mod exposure_cohort;
-mod holdouts;
 mod reads;
-mod saved_metrics;
+mod resources;
 mod shared;
 mod timeseries;
 
-use axum::routing::{get, post};
-use common::activity::routes as activity;
+use axum::routing::{delete, get, post};
+use common::repository::routes::HardDelete::EmptyBody;
+use common::repository::routes::{entity_routes, item_methods, refused_delete};
 use common::routes::Routes;
 use experiment_core::Experiment;
+use experiment_core::holdouts::Holdout;
+use experiment_core::saved_metrics::SavedMetric;
+
+use shared::WRITE;
 
 const BASE: &str = "/api/projects/{project_id}/experiments";
 const HOLDOUTS: &str = "/api/projects/{project_id}/experiment_holdouts";
@@ -29,22 +33,17 @@ fn path(tail: &str) -> String {
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Routes {
-    Routes::new()
-        .route(&path(""), get(crud::list).post(crud::create))
-        .route(&path("/activity"), get(activity::of_all::<Experiment>))
+    let refused = refused_delete(WRITE, EmptyBody);
+    let item = item_methods(crud::retrieve, crud::update, refused);
+    let routes = entity_routes::<Experiment>(BASE, get(crud::list).post(crud::create), item)
+        .merge(resource_routes::<Holdout>(HOLDOUTS))
+        .merge(resource_routes::<SavedMetric>(SAVED_METRICS));
+    routes
         .route(
             &path("/eligible_feature_flags"),
             get(reads::eligible_feature_flags),
         )
         .route(&path("/stats"), get(reads::stats))
-        .route(
-            &path("/{id}"),
-            get(crud::retrieve)
-                .patch(crud::update)
-                .put(crud::update)
-                .delete(crud::destroy),
-        )
-        .route(&path("/{id}/activity"), get(activity::of_one::<Experiment>))
         .route(&path("/{id}/launch"), post(actions::launch))
         .route(&path("/{id}/pause"), post(actions::pause))
         .route(&path("/{id}/resume"), post(actions::resume))
@@ -70,23 +69,19 @@ pub fn router() -> Routes {
             "/api/projects/{project_id}/experiments/{id}/recalculate_timeseries",
             post(timeseries::recalculate),
         )
-        .route(HOLDOUTS, get(holdouts::list).post(holdouts::create))
+}
+
+/// A [`resources::Resource`]'s routes under `base`: no activity routes of their own (their
+/// history is the experiments').
+fn resource_routes<R: resources::Resource>(base: &str) -> Routes {
+    Routes::new()
+        .route(base, get(resources::list::<R>).post(resources::create::<R>))
         .route(
-            &format!("{HOLDOUTS}/{{id}}"),
-            get(holdouts::retrieve)
-                .patch(holdouts::update)
-                .put(holdouts::update)
-                .delete(holdouts::destroy),
-        )
-        .route(
-            SAVED_METRICS,
-            get(saved_metrics::list).post(saved_metrics::create),
-        )
-        .route(
-            &format!("{SAVED_METRICS}/{{id}}"),
-            get(saved_metrics::retrieve)
-                .patch(saved_metrics::update)
-                .put(saved_metrics::update)
-                .delete(saved_metrics::destroy),
+            &format!("{base}/{{id}}"),
+            item_methods(
+                resources::retrieve::<R>,
+                resources::update::<R>,
+                delete(resources::destroy::<R>),
+            ),
         )
 }

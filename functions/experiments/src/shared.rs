@@ -6,11 +6,12 @@ use common::AppState;
 use common::activity::Actor;
 use common::error::{ApiError, ApiResult};
 use common::models::{Scope, User, UserKey};
+use common::repository::retry;
 use common::store::Store;
 use experiment_core::Experiment;
 use experiment_core::holdouts::{self, Holdout};
 use experiment_core::render::Related;
-use experiment_core::repository::{self, FlagWrite, WriteError};
+use experiment_core::repository::{self, FlagKeyTaken, FlagWrite, WriteError};
 use experiment_core::saved_metrics::{self, SavedMetric};
 use experiment_core::service::Known;
 use feature_flags::FeatureFlag;
@@ -40,17 +41,13 @@ pub fn created_by_param(raw: Option<&str>) -> ApiResult<Option<UserKey>> {
 const UPDATE_ATTEMPTS: u32 = 16;
 
 pub fn write_error(error: WriteError) -> ApiError {
-    match error {
-        WriteError::FlagKeyTaken => ApiError::field(
+    error.answer("experiment", |FlagKeyTaken| {
+        ApiError::field(
             "feature_flag_key",
             "unique",
             "There is already a feature flag with this key.",
-        ),
-        WriteError::Raced => {
-            ApiError::conflict("The experiment kept changing under this request; retry.")
-        }
-        WriteError::Store(error) => error.into(),
-    }
+        )
+    })
 }
 
 /// An experiment as read with its flag as read (deleted or not; None if gone).
@@ -73,10 +70,7 @@ pub async fn load(
     id: i64,
     deleted_too: bool,
 ) -> ApiResult<Loaded> {
-    let stored = repository::get(store, team_id, id)
-        .await?
-        .filter(|stored| deleted_too || !stored.experiment.deleted)
-        .ok_or_else(ApiError::not_found)?;
+    let stored = repository::found(store, team_id, id, deleted_too).await?;
     let flag = flags::get(store, team_id, stored.experiment.feature_flag_id).await?;
     Ok(Loaded { stored, flag })
 }
@@ -161,15 +155,14 @@ pub async fn mutate<F>(
     team_id: i64,
     id: i64,
     deleted_too: bool,
-    mut change: F,
+    change: F,
 ) -> ApiResult<Response>
 where
-    F: FnMut(&Loaded) -> ApiResult<(Experiment, Option<FeatureFlag>)>,
+    F: Fn(&Loaded) -> ApiResult<(Experiment, Option<FeatureFlag>)> + Sync,
 {
     let store = state.store.as_ref();
-    let actor = Actor::user(user);
-    for attempt in 0..UPDATE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
+    let (actor, change) = (&Actor::user(user), &change);
+    let (written, loaded_flag) = retry(UPDATE_ATTEMPTS, write_error, || async move {
         let loaded = load(store, team_id, id, deleted_too).await?;
         let (next, next_flag) = change(&loaded)?;
         let flag_write = match (next_flag, &loaded.flag) {
@@ -179,22 +172,18 @@ where
             },
             _ => FlagWrite::Keep,
         };
-        let flag_changed = matches!(flag_write, FlagWrite::Save { .. });
         let at = state.clock.now();
-        match repository::save(store, team_id, &loaded.stored, next, flag_write, &actor, at).await {
-            Ok(written) => {
-                if flag_changed {
-                    feature_flags::cache::definitions_changed(state, team_id);
-                }
-                let flag = written
-                    .flag
-                    .or_else(|| loaded.flag.map(|stored| stored.flag));
-                let body = render(store, &written.experiment, flag.as_ref()).await?;
-                return Ok(axum::Json(body).into_response());
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
+        let saved = repository::save(store, team_id, &loaded.stored, next, flag_write, actor, at);
+        Ok(saved.await.map(|written| (written, loaded.flag)))
+    })
+    .await?;
+    // A flag the write saved: the SDKs' definitions changed.
+    if written.flag.is_some() {
+        feature_flags::cache::definitions_changed(state, team_id);
     }
-    Err(write_error(WriteError::Raced))
+    let flag = written
+        .flag
+        .or_else(|| loaded_flag.map(|stored| stored.flag));
+    let body = render(store, &written.experiment, flag.as_ref()).await?;
+    Ok(axum::Json(body).into_response())
 }

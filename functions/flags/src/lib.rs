@@ -9,35 +9,24 @@ mod remote_config;
 mod sdk;
 
 use axum::routing::get;
-use common::activity::routes as activity;
+use common::repository::routes::HardDelete::Explained;
+use common::repository::routes::{entity_routes, item_methods, refused_delete};
 use common::routes::Routes;
 use feature_flags::FeatureFlag;
 
+use crud::FLAG_WRITE;
+
+const BASE: &str = "/api/projects/{project_id}/feature_flags";
+
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Routes {
-    Routes::new()
-        .route(
-            "/api/projects/{project_id}/feature_flags",
-            get(crud::list).post(crud::create),
-        )
-        .route(
-            "/api/projects/{project_id}/feature_flags/activity",
-            get(activity::of_all::<FeatureFlag>),
-        )
+    let refused = refused_delete(FLAG_WRITE, Explained);
+    let item = item_methods(crud::retrieve, crud::update, refused);
+    let routes = entity_routes::<FeatureFlag>(BASE, get(crud::list).post(crud::create), item);
+    routes
         .route(
             "/api/projects/{project_id}/feature_flags/local_evaluation",
             get(definitions::for_project),
-        )
-        .route(
-            "/api/projects/{project_id}/feature_flags/{id}",
-            get(crud::retrieve)
-                .patch(crud::update)
-                .put(crud::update)
-                .delete(crud::destroy),
-        )
-        .route(
-            "/api/projects/{project_id}/feature_flags/{id}/activity",
-            get(activity::of_one::<FeatureFlag>),
         )
         .route(
             "/api/feature_flag/local_evaluation",

@@ -9,7 +9,7 @@ use common::activity::{self, Actor};
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::pagination::Pagination;
-use common::store;
+use common::repository::{self as entities, retry};
 use common::{AppState, Authenticated};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -118,35 +118,28 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..UPDATE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
+    let (team_id, user) = (project.id, auth.user.uuid);
+    let (state, body, actor) = (&state, &body, &Actor::user(&auth.user));
+    let failure = |error| write_error(error, false);
+    // A lost race is the flag counter that moved: number again.
+    let survey = retry(UPDATE_ATTEMPTS, failure, || async move {
         let at = state.clock.now();
-        let checked = validate::create(store, project.id, body.clone(), at).await?;
+        let checked = validate::create(store, team_id, body.clone(), at).await?;
         let mut survey = checked.survey;
-        survey.team_id = project.id;
-        survey.created_by = Some(auth.user.uuid);
-        let mut ops = flags::plan(
-            store,
-            &mut survey,
-            &Owned::default(),
-            &checked.targeting,
-            &actor,
-            at,
-        )
-        .await?;
-        ops.extend(repository::plan_create(&mut survey, &actor)?);
-        match repository::commit(store, &survey, ops).await {
-            Ok(()) => {
-                feature_flags::cache::definitions_changed(&state, project.id);
-                let answer = render_written(store, &survey).await?;
-                return Ok((StatusCode::CREATED, axum::Json(answer)).into_response());
-            }
-            Err(WriteError::Raced) => continue, // the flag counter moved: number again
-            Err(other) => return Err(write_error(other, false)),
-        }
-    }
-    Err(write_error(WriteError::Raced, false))
+        survey.team_id = team_id;
+        survey.created_by = Some(user);
+        let owned = Owned::default();
+        let mut ops =
+            flags::plan(store, &mut survey, &owned, &checked.targeting, actor, at).await?;
+        ops.extend(repository::plan_create(&mut survey, actor)?);
+        Ok(repository::commit(store, &survey, ops)
+            .await
+            .map(|()| survey))
+    })
+    .await?;
+    feature_flags::cache::definitions_changed(state, team_id);
+    let answer = render_written(store, &survey).await?;
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
 }
 
 /// `GET /surveys/:id/`.
@@ -189,19 +182,20 @@ pub async fn change<F, Fut>(
     team_id: i64,
     id: &str,
     actor: &Actor,
-    mut decide: F,
+    decide: F,
 ) -> ApiResult<Survey>
 where
-    F: FnMut(repository::Stored, chrono::DateTime<chrono::Utc>) -> Fut,
+    F: Fn(repository::Stored, chrono::DateTime<chrono::Utc>) -> Fut + Sync,
     Fut: std::future::Future<Output = ApiResult<Option<(Survey, Targeting, &'static str)>>>,
 {
     let store = state.store.as_ref();
-    for attempt in 0..UPDATE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
+    let decide = &decide;
+    let failure = |error| write_error(error, true);
+    let (survey, written) = retry(UPDATE_ATTEMPTS, failure, || async move {
         let before = load(store, team_id, id).await?;
         let at = state.clock.now();
         let Some((mut survey, targeting, kind)) = decide(before.clone(), at).await? else {
-            return Ok(before.survey);
+            return Ok(Ok((before.survey, false)));
         };
         let owned = Owned::load(store, &before.survey).await?;
         let mut ops = flags::plan(store, &mut survey, &owned, &targeting, actor, at).await?;
@@ -212,16 +206,14 @@ where
             actor,
             at,
         )?);
-        match repository::commit(store, &survey, ops).await {
-            Ok(()) => {
-                feature_flags::cache::definitions_changed(state, team_id);
-                return Ok(survey);
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other, true)),
-        }
+        let committed = repository::commit(store, &survey, ops).await;
+        Ok(committed.map(|()| (survey, true)))
+    })
+    .await?;
+    if written {
+        feature_flags::cache::definitions_changed(state, team_id);
     }
-    Err(write_error(WriteError::Raced, true))
+    Ok(survey)
 }
 
 /// `DELETE /surveys/:id/`: the survey, its own flags and its archived responses go; 204.
@@ -232,28 +224,27 @@ pub async fn destroy(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, WRITE).await?;
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..UPDATE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let before = load(store, project.id, &id).await?;
+    let team_id = project.id;
+    let (state, id, actor) = (&state, &id, &Actor::user(&auth.user));
+    let failure = |error| write_error(error, false);
+    let deleted = retry(UPDATE_ATTEMPTS, failure, || async move {
+        let before = load(store, team_id, id).await?;
         let at = state.clock.now();
         let owned = Owned::load(store, &before.survey).await?;
-        let mut ops = flags::plan_delete(&before.survey, &owned, &actor, at)?;
-        ops.extend(repository::plan_delete(&before, &actor, at)?);
-        match store.transact_write(ops).await {
-            Ok(()) => {
-                feature_flags::cache::definitions_changed(&state, project.id);
-                // Leftover archive items name a survey that is gone: harmless, but not kept.
-                if let Err(error) = archive::remove_all(store, project.id, before.survey.id).await {
-                    tracing::warn!(%error, "could not remove a deleted survey's archived responses");
-                }
-                return Ok(StatusCode::NO_CONTENT.into_response());
-            }
-            Err(store::StoreError::ConditionFailed) => continue,
-            Err(other) => return Err(other.into()),
-        }
+        let mut ops = flags::plan_delete(&before.survey, &owned, actor, at)?;
+        ops.extend(repository::plan_delete(&before, actor, at)?);
+        Ok(match entities::commit(store, ops).await? {
+            true => Ok(before.survey),
+            false => Err(WriteError::Raced),
+        })
+    })
+    .await?;
+    feature_flags::cache::definitions_changed(state, team_id);
+    // Leftover archive items name a survey that is gone: harmless, but not kept.
+    if let Err(error) = archive::remove_all(store, team_id, deleted.id).await {
+        tracing::warn!(%error, "could not remove a deleted survey's archived responses");
     }
-    Err(write_error(WriteError::Raced, false))
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `GET /surveys/question_labels/`: every question of the project's surveys, for pickers.

@@ -14,8 +14,8 @@ mod shared;
 mod stats;
 mod summaries;
 
-use axum::routing::{get, post};
-use common::activity::routes as activity;
+use axum::routing::{delete, get, post};
+use common::repository::routes::{entity_routes, item_methods};
 use common::routes::Routes;
 use survey_core::Survey;
 
@@ -27,21 +27,13 @@ fn path(tail: &str) -> String {
 
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Routes {
-    Routes::new()
+    let item = item_methods(crud::retrieve, crud::update, delete(crud::destroy));
+    let routes = entity_routes::<Survey>(BASE, get(crud::list).post(crud::create), item);
+    routes
         .route("/api/surveys", get(public::surveys))
-        .route(&path(""), get(crud::list).post(crud::create))
-        .route(&path("/activity"), get(activity::of_all::<Survey>))
         .route(&path("/stats"), get(stats::global))
         .route(&path("/responses_count"), get(stats::responses_count))
         .route(&path("/question_labels"), get(crud::question_labels))
-        .route(
-            &path("/{id}"),
-            get(crud::retrieve)
-                .patch(crud::update)
-                .put(crud::update)
-                .delete(crud::destroy),
-        )
-        .route(&path("/{id}/activity"), get(activity::of_one::<Survey>))
         .route(&path("/{id}/launch"), post(lifecycle::launch))
         .route(&path("/{id}/stop"), post(lifecycle::stop))
         .route(&path("/{id}/stats"), get(stats::of_one))

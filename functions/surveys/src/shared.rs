@@ -8,7 +8,7 @@ use serde_json::Value;
 use survey_core::Survey;
 use survey_core::actions::Actions;
 use survey_core::flags::Owned;
-use survey_core::repository::{self, Stored, WriteError};
+use survey_core::repository::{self, NameTaken, Stored, WriteError};
 use uuid::Uuid;
 
 pub const READ: Scope = Scope::read("survey");
@@ -25,15 +25,13 @@ pub fn survey_id(raw: &str) -> ApiResult<Uuid> {
 
 /// The survey `id` of the project; 404 when it does not exist.
 pub async fn load(store: &dyn Store, team_id: i64, id: &str) -> ApiResult<Stored> {
-    repository::get(store, team_id, survey_id(id)?)
-        .await?
-        .ok_or_else(ApiError::not_found)
+    repository::found(store, team_id, survey_id(id)?, false).await
 }
 
 /// A failed write as the API answers it; `renaming` picks PostHog's message for a taken name.
 pub fn write_error(error: WriteError, renaming: bool) -> ApiError {
-    match error {
-        WriteError::NameTaken => ApiError::field(
+    error.answer("survey", |NameTaken| {
+        ApiError::field(
             "name",
             "unique",
             if renaming {
@@ -41,12 +39,8 @@ pub fn write_error(error: WriteError, renaming: bool) -> ApiError {
             } else {
                 "There is already a survey with this name."
             },
-        ),
-        WriteError::Raced => {
-            ApiError::conflict("The survey kept changing under this request; retry.")
-        }
-        WriteError::Store(error) => error.into(),
-    }
+        )
+    })
 }
 
 /// The creator's UserBasic JSON, or null.

@@ -2,11 +2,11 @@
 //! asked, deletes the insights only it showed); restoring it brings them back, as PostHog does.
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor};
-use common::repository::{self as entities, Entity, put_over, team_pk};
+use common::activity::Actor;
+use common::repository::{self as entities, Entity, Numbered, put_over, team_pk};
 use common::store::{self, Store, StoreError, WriteOp};
 
-use super::{DASHBOARD_COUNTER, RESTORED, Writes, insights};
+use super::{Writes, insights};
 use crate::model::{Dashboard, Insight};
 
 /// The activity log's scope (PostHog's model name).
@@ -19,6 +19,10 @@ impl Entity for Dashboard {
     fn display_name(&self) -> String {
         self.name.clone().unwrap_or_default()
     }
+}
+
+impl Numbered for Dashboard {
+    const COUNTER: &'static str = "COUNTER#DASHBOARD";
 }
 
 common::stamped!(Dashboard, i64, soft_deleted);
@@ -49,7 +53,7 @@ pub async fn plan_create(
     at: DateTime<Utc>,
 ) -> Result<Vec<WriteOp>, StoreError> {
     let team_id = dashboard.team_id;
-    entities::plan_numbered(store, DASHBOARD_COUNTER, dashboard, team_id, actor, at).await
+    entities::plan_numbered(store, dashboard, team_id, actor, at).await
 }
 
 /// The writes that replace `before` by `after`, logged `deleted`, `restored` or `updated`,
@@ -65,11 +69,7 @@ pub fn plan_save(
     at: DateTime<Utc>,
 ) -> Result<Writes, StoreError> {
     let old = &before.dashboard;
-    let kind = match (old.deleted, after.deleted) {
-        (false, true) => activity::DELETED,
-        (true, false) => RESTORED,
-        _ => activity::UPDATED,
-    };
+    let kind = entities::edit_activity(old, after);
     let mut last = entities::plan_save(
         old.team_id,
         old,

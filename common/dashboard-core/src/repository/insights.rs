@@ -2,14 +2,15 @@
 //! with the dashboards whose tiles move and the activity entry in one transaction.
 
 use chrono::{DateTime, Utc};
-use common::activity::{self, Actor};
+use common::activity::{self, Actor, Detail};
 use common::repository::{
-    self as entities, Entity, Stamped, Stamps, encode, put_new, put_over, record, team_pk,
+    self as entities, Entity, Numbered, Stamped, Stamps, encode, entry_op, put_new, put_over,
+    team_pk,
 };
-use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
+use common::store::{Condition, Item, Store, StoreError, WriteOp};
 use serde::{Deserialize, Serialize};
 
-use super::{INSIGHT_COUNTER, RESTORED, Retiling, Writes, with_dashboards};
+use super::{Retiling, Writes, with_dashboards};
 use crate::model::Insight;
 
 /// The activity log's scope (PostHog's model name).
@@ -28,6 +29,15 @@ impl Entity for Insight {
     fn display_name(&self) -> String {
         Insight::display_name(self)
     }
+
+    /// PostHog's log names an insight's short id.
+    fn annotate(&self, detail: &mut Detail) {
+        detail.short_id = Some(self.short_id.clone());
+    }
+}
+
+impl Numbered for Insight {
+    const COUNTER: &'static str = "COUNTER#INSIGHT";
 }
 
 common::stamped!(Insight, i64, soft_deleted);
@@ -54,20 +64,6 @@ pub async fn id_of_short(
     }
 }
 
-/// The activity entry's write, naming the insight's short id as PostHog's log does.
-fn entry_op(
-    insight: &Insight,
-    actor: &Actor,
-    kind: &str,
-    before: Option<&serde_json::Value>,
-    after: &serde_json::Value,
-    at: DateTime<Utc>,
-) -> Result<WriteOp, StoreError> {
-    let mut entry = record(insight, actor, kind, before, after, at).entry();
-    entry.detail.short_id = Some(insight.short_id.clone());
-    entry.put_op(insight.team_id)
-}
-
 /// The writes that store a new insight (its `short_id`, `created_by` and `team_id` set) with
 /// the project's next id and its short id's claim, placed on `wanted` among `live` (the
 /// project's live dashboards), and its `created` entry. The transaction fails if the id or
@@ -81,14 +77,14 @@ pub async fn plan_create(
     at: DateTime<Utc>,
 ) -> Result<Vec<WriteOp>, StoreError> {
     let team_id = insight.team_id;
-    let (id, counter) = store::claim_next_id(store, &team_pk(team_id), INSIGHT_COUNTER).await?;
+    let counter = entities::number(store, team_id, insight).await?;
+    let id = insight.id;
     insight.set_stamps(Stamps {
-        id,
         team_id,
         version: 1,
         created_at: at,
-        created_by: insight.created_by,
         updated_at: Some(at),
+        ..insight.stamps()
     });
     insight.last_modified_at = at;
     let retiling = Retiling::plan(store, team_id, id, Some(wanted), live).await?;
@@ -126,11 +122,7 @@ pub fn plan_save(
         updated_at: Some(at),
         ..old.stamps()
     });
-    let kind = match (old.deleted, after.deleted) {
-        (false, true) => activity::DELETED,
-        (true, false) => RESTORED,
-        _ => activity::UPDATED,
-    };
+    let kind = entities::edit_activity(old, after);
     let before_value = with_dashboards(encode(old)?, &retiling.before);
     let after_value = with_dashboards(encode(after)?, &retiling.after);
     Ok(Writes {

@@ -13,38 +13,16 @@
 pub mod dashboards;
 pub mod insights;
 
-use common::repository::{self as entities, team_pk};
+use common::repository::{self as entities, WriteError, team_pk, try_commit};
 use common::store::{self, MAX_TRANSACTION_ITEMS, Store, StoreError, WriteOp};
 use serde_json::Value;
 
 use crate::model::{Dashboard, Tile};
 
-pub const INSIGHT_COUNTER: &str = "COUNTER#INSIGHT";
-pub const DASHBOARD_COUNTER: &str = "COUNTER#DASHBOARD";
 pub const TILE_COUNTER: &str = "COUNTER#TILE";
-/// PostHog's activity for a soft-deleted item brought back.
-pub const RESTORED: &str = "restored";
 /// Dashboards a new insight may be placed on: its creation is one transaction (its tiles must
 /// never name an insight id that was not taken), each dashboard one item of it.
 pub const MAX_DASHBOARDS_PER_WRITE: usize = MAX_TRANSACTION_ITEMS - 10;
-
-/// Why a planned write did not happen.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// Something it read changed meanwhile (or a new short id was taken): read again.
-    #[error("an item changed since it was read")]
-    Raced,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// Commits `ops` in one transaction.
-pub async fn commit(store: &dyn Store, ops: Vec<WriteOp>) -> Result<(), WriteError> {
-    match entities::commit(store, ops).await? {
-        true => Ok(()),
-        false => Err(WriteError::Raced),
-    }
-}
 
 /// The writes of a change to an existing item that may move more items than one transaction
 /// holds (an insight on many dashboards, a dashboard with many insights).
@@ -86,9 +64,9 @@ impl Writes {
         let room = MAX_TRANSACTION_ITEMS.saturating_sub(last.len());
         let beside = ahead.split_off(ahead.len().saturating_sub(room));
         for part in ahead.chunks(MAX_TRANSACTION_ITEMS) {
-            commit(store, part.to_vec()).await?;
+            try_commit(store, part.to_vec()).await?;
         }
-        commit(store, [beside, last].concat()).await
+        try_commit(store, [beside, last].concat()).await
     }
 }
 

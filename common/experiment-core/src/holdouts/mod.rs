@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::service::text_field;
+use crate::service;
 use crate::validate::Present;
 
 /// One holdout of a project.
@@ -110,23 +110,10 @@ fn filters(given: &Present<Vec<Value>>) -> Result<Option<Vec<Map<String, Value>>
     Ok(Some(checked))
 }
 
-fn name_and_description(body: &HoldoutBody, next: &mut Holdout) -> Result<(), ApiError> {
-    if let Some(name) = &body.name {
-        let Some(name) = name else {
-            return Err(ApiError::field(
-                "name",
-                "null",
-                "This field may not be null.",
-            ));
-        };
-        text_field(Some(name), "name", 400, false)?;
-        next.name = name.clone();
+impl service::Described for Holdout {
+    fn name_and_description(&mut self) -> (&mut String, &mut Option<String>) {
+        (&mut self.name, &mut self.description)
     }
-    if let Some(description) = &body.description {
-        text_field(description.as_deref(), "description", 400, true)?;
-        next.description = description.clone();
-    }
-    Ok(())
 }
 
 /// The holdout `body` creates (its id is set when it is stored), or PostHog's 400.
@@ -151,7 +138,7 @@ pub fn create(
         updated_at: Some(at),
         version: 1,
     };
-    name_and_description(body, &mut holdout)?;
+    service::describe(&mut holdout, &body.name, &body.description, 400)?;
     // Raised from the serializer's `create`, so without a field.
     holdout.filters = groups.ok_or_else(|| {
         crate::validate::invalid("Filters are required to create an holdout group")
@@ -162,7 +149,7 @@ pub fn create(
 /// The holdout after `body`; `filters` changed means the linked flags change too.
 pub fn update(body: &HoldoutBody, current: &Holdout) -> Result<Holdout, ApiError> {
     let mut next = current.clone();
-    name_and_description(body, &mut next)?;
+    service::describe(&mut next, &body.name, &body.description, 400)?;
     if let Some(groups) = filters(&body.filters)? {
         next.filters = groups;
         next.stamp_variant();

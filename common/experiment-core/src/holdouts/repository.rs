@@ -1,88 +1,43 @@
 //! Holdouts in the Store: a project's holdouts live in its partition (`TEAM#<id>`) under
-//! `EXPHOLDOUT#<zero-padded id>`, ids from `COUNTER#EXPERIMENT_HOLDOUT`. A change of a holdout's
-//! size rewrites the flags of the experiments that name it, and a delete detaches it from them,
-//! in the holdout's own transaction (PostHog does both in one `transaction.atomic`).
+//! `EXPHOLDOUT#<zero-padded id>`, ids from `COUNTER#EXPERIMENT_HOLDOUT` (a new one is stored by
+//! `common::repository::create_numbered`, its groups named as it takes its id). A change of a
+//! holdout's size rewrites the flags of the experiments that name it, and a delete detaches it
+//! from them, in the holdout's own transaction (PostHog does both in one `transaction.atomic`).
 //!
 //! PostHog logs a holdout under the `Experiment` scope with `detail.type = "holdout"`, so its
 //! history shows in the experiments' activity log; so does this.
 
 use chrono::{DateTime, Utc};
 use common::activity::{self, Actor};
-use common::repository::{self as entities, Entity, team_pk};
-use common::store::{self, Condition, Store, StoreError, WriteOp};
+use common::repository::{self as entities, Entity, Numbered, WriteError};
+use common::store::{Store, StoreError, WriteOp};
 use feature_flags::repository as flags;
 
 use super::Holdout;
 use crate::Experiment;
 
-const COUNTER_SK: &str = "COUNTER#EXPERIMENT_HOLDOUT";
-/// `detail.type` of a holdout's activity entries.
-const DETAIL_TYPE: &str = "holdout";
-
 impl Entity for Holdout {
     const PREFIX: &'static str = "EXPHOLDOUT#";
     const SCOPE: &'static str = crate::repository::SCOPE;
+    const DETAIL_TYPE: Option<&'static str> = Some("holdout");
 
     fn display_name(&self) -> String {
         self.name.clone()
     }
 }
 
+impl Numbered for Holdout {
+    const COUNTER: &'static str = "COUNTER#EXPERIMENT_HOLDOUT";
+
+    /// Its groups get `holdout-<id>`.
+    fn take_id(&mut self, id: i64) {
+        self.id = id;
+        self.stamp_variant();
+    }
+}
+
 common::stamped!(Holdout, i64);
 common::entity_reads! { Holdout, i64, Stored { holdout, item_version } }
-
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// The holdout, an experiment or a flag changed since it was read; read again.
-    #[error("the holdout or a linked experiment changed since it was read")]
-    Raced,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// A holdout's activity entry, typed as PostHog types it.
-fn entry_op(
-    holdout: &Holdout,
-    actor: &Actor,
-    kind: &str,
-    before: Option<&Holdout>,
-    at: DateTime<Utc>,
-) -> Result<WriteOp, StoreError> {
-    let after = entities::encode(holdout)?;
-    let before = before.map(entities::encode).transpose()?;
-    let mut entry = entities::record(holdout, actor, kind, before.as_ref(), &after, at).entry();
-    entry.detail.kind = Some(DETAIL_TYPE.to_owned());
-    entry.put_op(holdout.team_id)
-}
-
-/// Stores `holdout` with the project's next id (its groups then get `holdout-<id>`) and its
-/// `created` entry; a lost race on the counter is retried.
-pub async fn create(
-    store: &dyn Store,
-    team_id: i64,
-    holdout: Holdout,
-    actor: &Actor,
-    at: DateTime<Utc>,
-) -> Result<Holdout, WriteError> {
-    let pk = team_pk(team_id);
-    for attempt in 0..store::UPDATE_ATTEMPTS {
-        entities::pause_before(attempt).await;
-        let mut holdout = holdout.clone();
-        let (id, counter) = store::claim_next_id(store, &pk, COUNTER_SK).await?;
-        holdout.id = id;
-        holdout.team_id = team_id;
-        holdout.stamp_variant();
-        let ops = vec![
-            counter,
-            entities::put_new(&holdout)?,
-            entry_op(&holdout, actor, activity::CREATED, None, at)?,
-        ];
-        if entities::commit(store, ops).await? {
-            return Ok(holdout);
-        }
-    }
-    Err(WriteError::Raced)
-}
 
 /// The experiments of the project (deleted ones too, as PostHog's `experiment_set`) that name
 /// holdout `id`, as read.
@@ -143,9 +98,6 @@ pub async fn save(
         actor,
         at,
     )?;
-    // plan_save's entry lacks PostHog's `detail.type`: replace it.
-    ops.pop();
-    ops.push(entry_op(&after, actor, activity::UPDATED, Some(old), at)?);
     let mut flags_changed = false;
     if after.flag_holdout() != old.flag_holdout() {
         let mut seen = std::collections::HashSet::new();
@@ -167,10 +119,8 @@ pub async fn save(
             ops.extend(more);
         }
     }
-    match entities::commit(store, ops).await? {
-        true => Ok((after, flags_changed)),
-        false => Err(WriteError::Raced),
-    }
+    entities::try_commit(store, ops).await?;
+    Ok((after, flags_changed))
 }
 
 /// Deletes the holdout (PostHog's hard delete) with its `deleted` entry; the experiments that
@@ -184,14 +134,7 @@ pub async fn delete(
     at: DateTime<Utc>,
 ) -> Result<bool, WriteError> {
     let holdout = &before.holdout;
-    let mut ops = vec![
-        WriteOp::Delete {
-            pk: team_pk(team_id),
-            sk: Holdout::sort_key(&holdout.id),
-            condition: Condition::VersionEquals(before.item_version),
-        },
-        entry_op(holdout, actor, activity::DELETED, None, at)?,
-    ];
+    let mut ops = entities::plan_delete(holdout, before.item_version, actor, at)?;
     let mut flags_changed = false;
     let mut seen = std::collections::HashSet::new();
     for stored in linked(store, team_id, holdout.id).await? {
@@ -204,8 +147,6 @@ pub async fn delete(
         detached.holdout_id = None;
         ops.push(entities::put_over(&detached, stored.item_version)?);
     }
-    match entities::commit(store, ops).await? {
-        true => Ok(flags_changed),
-        false => Err(WriteError::Raced),
-    }
+    entities::try_commit(store, ops).await?;
+    Ok(flags_changed)
 }

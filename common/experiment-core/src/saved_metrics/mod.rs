@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::service::text_field;
+use crate::service;
 use crate::validate::{Present, errors_repr, invalid};
 
 /// One saved metric of a project.
@@ -119,22 +119,15 @@ fn tags(given: &[String]) -> Vec<String> {
     tags
 }
 
-fn name_and_description(body: &SavedMetricBody, next: &mut SavedMetric) -> Result<(), ApiError> {
-    if let Some(name) = &body.name {
-        let Some(name) = name else {
-            return Err(ApiError::field(
-                "name",
-                "null",
-                "This field may not be null.",
-            ));
-        };
-        text_field(Some(name), "name", 400, false)?;
-        next.name = name.clone();
+impl service::Described for SavedMetric {
+    fn name_and_description(&mut self) -> (&mut String, &mut Option<String>) {
+        (&mut self.name, &mut self.description)
     }
-    if let Some(description) = &body.description {
-        text_field(description.as_deref(), "description", 400, true)?;
-        next.description = description.clone();
-    }
+}
+
+/// The name, description and tags `body` sets on `next`.
+fn texts(body: &SavedMetricBody, next: &mut SavedMetric) -> Result<(), ApiError> {
+    service::describe(next, &body.name, &body.description, 400)?;
     if let Some(given) = &body.tags {
         next.tags = tags(given.as_deref().unwrap_or_default());
     }
@@ -166,7 +159,7 @@ pub fn create(
         updated_at: Some(at),
         version: 1,
     };
-    name_and_description(body, &mut saved)?;
+    texts(body, &mut saved)?;
     saved.query = normalized_query(body.query.clone().flatten().as_ref(), None)?;
     Ok(saved)
 }
@@ -174,7 +167,7 @@ pub fn create(
 /// The saved metric after `body`.
 pub fn update(body: &SavedMetricBody, current: &SavedMetric) -> Result<SavedMetric, ApiError> {
     let mut next = current.clone();
-    name_and_description(body, &mut next)?;
+    texts(body, &mut next)?;
     if let Some(query) = &body.query {
         let existing = current.query.get("uuid").and_then(Value::as_str);
         next.query = normalized_query(query.as_ref(), existing)?;

@@ -155,3 +155,42 @@ pub(crate) fn text_field(
     }
     Ok(())
 }
+
+/// A model whose `name` and `description` a body sets: an experiment, a holdout, a saved
+/// metric.
+pub(crate) trait Described {
+    fn name_and_description(&mut self) -> (&mut String, &mut Option<String>);
+}
+
+/// Sets on `next` the `name` and `description` a body gives: a name may not be null or blank
+/// and holds at most 400 characters, a description at most `description_max`.
+pub(crate) fn describe(
+    next: &mut impl Described,
+    name: &validate::Present<String>,
+    description: &validate::Present<String>,
+    description_max: usize,
+) -> Result<(), ApiError> {
+    let (next_name, next_description) = next.name_and_description();
+    if let Some(name) = name {
+        let Some(name) = name else {
+            return Err(ApiError::field(
+                "name",
+                "null",
+                "This field may not be null.",
+            ));
+        };
+        text_field(Some(name), "name", 400, false)?;
+        next_name.clone_from(name);
+    }
+    if let Some(description) = description {
+        text_field(description.as_deref(), "description", description_max, true)?;
+        next_description.clone_from(description);
+    }
+    Ok(())
+}
+
+impl Described for crate::Experiment {
+    fn name_and_description(&mut self) -> (&mut String, &mut Option<String>) {
+        (&mut self.name, &mut self.description)
+    }
+}

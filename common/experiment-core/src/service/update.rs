@@ -6,7 +6,7 @@ use common::error::ApiError;
 use feature_flags::FeatureFlag;
 
 use super::create::baseline;
-use super::{Known, flag_filters, holdout, launchable, text_field};
+use super::{Known, flag_filters, holdout, launchable};
 use crate::Experiment;
 use crate::validate::{self, ExperimentBody};
 
@@ -107,21 +107,7 @@ pub fn update(
     if let Some(holdout) = holdout {
         next.holdout_id = holdout.map(|holdout| holdout.id);
     }
-    if let Some(name) = &body.name {
-        let Some(name) = name else {
-            return Err(ApiError::field(
-                "name",
-                "null",
-                "This field may not be null.",
-            ));
-        };
-        text_field(Some(name), "name", 400, false)?;
-        next.name = name.clone();
-    }
-    if let Some(description) = &body.description {
-        text_field(description.as_deref(), "description", 3000, true)?;
-        next.description = description.clone();
-    }
+    super::describe(&mut next, &body.name, &body.description, 3000)?;
     if let Some(start_date) = body.start_date {
         next.start_date = start_date;
     }

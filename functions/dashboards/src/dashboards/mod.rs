@@ -8,14 +8,18 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use common::activity::Actor;
 use common::http::{Json, item_id};
 use common::models::{Project, Scope};
 use common::pagination::Pagination;
-use common::repository::team_pk;
+use common::repository::routes::HardDelete::Explained;
+use common::repository::routes::{entity_routes, item_methods, query_string, refused_delete};
+use common::repository::{WriteError, retry, team_pk, try_commit};
+use common::routes::Routes;
 use common::store::{self, Store};
 use common::{ApiError, ApiResult, AppState, Authenticated};
-use dashboard_core::repository::{TILE_COUNTER, WriteError, commit, dashboards, insights};
+use dashboard_core::repository::{TILE_COUNTER, dashboards, insights};
 use dashboard_core::{Dashboard, Insight};
 use serde::Deserialize;
 use serde_json::Value;
@@ -31,13 +35,14 @@ const DASHBOARD_WRITE: Scope = Scope::write("dashboard");
 /// Tries of a write that lost a race before it answers 409.
 const WRITE_ATTEMPTS: u32 = 16;
 
+/// The routes under `base`, with the activity log's; a hard delete is refused.
+pub fn routes(base: &str) -> Routes {
+    let item = item_methods(retrieve, update, refused_delete(DASHBOARD_WRITE, Explained));
+    entity_routes::<Dashboard>(base, get(list).post(create), item)
+}
+
 fn write_error(error: WriteError) -> ApiError {
-    match error {
-        WriteError::Raced => {
-            ApiError::conflict("The dashboard kept changing under this request; retry.")
-        }
-        WriteError::Store(error) => error.into(),
-    }
+    error.answer_plain("dashboard")
 }
 
 /// A dashboard with every live tile rendered; insight tiles answered in `refresh`'s mode with
@@ -125,8 +130,7 @@ pub async fn list(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, DASHBOARD_READ).await?;
-    let Query(params) = params
-        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let params = query_string(params)?;
     let pinned = params
         .pinned
         .as_deref()
@@ -175,23 +179,17 @@ pub async fn create(
     if let Some(filters) = body.new_filters() {
         refresh::check_filters(&state, &project, filters).await?;
     }
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..WRITE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
+    let (team_id, user) = (project.id, auth.user.uuid);
+    let (state, body, actor) = (&state, &body, &Actor::user(&auth.user));
+    let dashboard = retry(WRITE_ATTEMPTS, write_error, || async move {
         let at = state.clock.now();
-        let mut dashboard = body.new_dashboard(project.id, auth.user.uuid, at)?;
-        let ops = dashboards::plan_create(store, &mut dashboard, &actor, at).await?;
-        match commit(store, ops).await {
-            Ok(()) => {
-                let answer =
-                    render_full(&state, &auth, &project, &dashboard, Refresh::CacheOnly).await?;
-                return Ok((StatusCode::CREATED, axum::Json(answer)).into_response());
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
-    }
-    Err(write_error(WriteError::Raced))
+        let mut dashboard = body.new_dashboard(team_id, user, at)?;
+        let ops = dashboards::plan_create(store, &mut dashboard, actor, at).await?;
+        Ok(try_commit(store, ops).await.map(|()| dashboard))
+    })
+    .await?;
+    let answer = render_full(state, &auth, &project, &dashboard, Refresh::CacheOnly).await?;
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -209,12 +207,11 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, DASHBOARD_READ).await?;
-    let Query(params) = params
-        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let params = query_string(params)?;
     let refresh = Refresh::parse(params.refresh.as_deref())?;
-    let dashboard = dashboards::get_live(store, project.id, item_id(&id)?)
+    let dashboard = dashboards::found(store, project.id, item_id(&id)?, false)
         .await?
-        .ok_or_else(ApiError::not_found)?;
+        .dashboard;
     let answer = render_full(&state, &auth, &project, &dashboard, refresh).await?;
     Ok(axum::Json(answer).into_response())
 }
@@ -247,34 +244,30 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, DASHBOARD_WRITE).await?;
-    let id = item_id(&id)?;
+    let (team_id, id) = (project.id, item_id(&id)?);
     body.check()?;
     if let Some(filters) = body.new_filters() {
         refresh::check_filters(&state, &project, filters).await?;
     }
     let restoring = body.deleted == Some(false);
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..WRITE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let stored = dashboards::get(store, project.id, id)
-            .await?
-            .filter(|stored| restoring || !stored.dashboard.deleted)
-            .ok_or_else(ApiError::not_found)?;
+    let user = auth.user.uuid;
+    let (state, body, actor) = (&state, &body, &Actor::user(&auth.user));
+    let next = retry(WRITE_ATTEMPTS, write_error, || async move {
+        let stored = dashboards::found(store, team_id, id, restoring).await?;
         let (first_tile, counter) = match body.new_text_tiles() {
             0 => (0, None),
             n => {
                 let (first, op) =
-                    store::claim_next_ids(store, &team_pk(project.id), TILE_COUNTER, n as i64)
-                        .await?;
+                    store::claim_next_ids(store, &team_pk(team_id), TILE_COUNTER, n as i64).await?;
                 (first, Some(op))
             }
         };
         let at = state.clock.now();
         let old = &stored.dashboard;
-        let mut next = body.apply_to(old, first_tile, auth.user.uuid, at)?;
+        let mut next = body.apply_to(old, first_tile, user, at)?;
         let cascaded = match (old.deleted, next.deleted) {
             (false, true) => {
-                let others: Vec<Dashboard> = dashboards::list_live(store, project.id)
+                let others: Vec<Dashboard> = dashboards::list_live(store, team_id)
                     .await?
                     .into_iter()
                     .filter(|other| other.id != id)
@@ -288,27 +281,10 @@ pub async fn update(
             }
             _ => Vec::new(),
         };
-        let writes = dashboards::plan_save(&stored, &mut next, &cascaded, counter, &actor, at)?;
-        match writes.commit(store).await {
-            Ok(()) => {
-                let answer =
-                    render_full(&state, &auth, &project, &next, Refresh::CacheOnly).await?;
-                return Ok(axum::Json(answer).into_response());
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
-    }
-    Err(write_error(WriteError::Raced))
-}
-
-/// `DELETE /dashboards/:id/`: PostHog's ForbidDestroyModel refuses hard deletes with a 405.
-pub async fn destroy(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, _id)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    auth.project(state.store.as_ref(), &project, DASHBOARD_WRITE)
-        .await?;
-    Err(crate::insights::forbid_destroy())
+        let writes = dashboards::plan_save(&stored, &mut next, &cascaded, counter, actor, at)?;
+        Ok(writes.commit(store).await.map(|()| next))
+    })
+    .await?;
+    let answer = render_full(state, &auth, &project, &next, Refresh::CacheOnly).await?;
+    Ok(axum::Json(answer).into_response())
 }

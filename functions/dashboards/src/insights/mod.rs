@@ -5,21 +5,27 @@
 
 mod body;
 
+use std::sync::OnceLock;
+
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use common::activity::Actor;
-use common::error::ErrorType;
 use common::http::Json;
 use common::models::{Project, Scope, user_id};
 use common::pagination::Pagination;
+use common::repository::routes::HardDelete::Explained;
+use common::repository::routes::{entity_routes, item_methods, query_string, refused_delete};
+use common::repository::{WriteError, retry, try_commit};
+use common::routes::Routes;
 use common::store::Store;
 use common::{ApiError, ApiResult, AppState, Authenticated};
 use dashboard_core::query;
+use dashboard_core::repository::Retiling;
 use dashboard_core::repository::dashboards::{self, list_live_stored};
 use dashboard_core::repository::insights;
-use dashboard_core::repository::{Retiling, WriteError, commit};
 use dashboard_core::{Dashboard, DashboardFilters, Insight};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
@@ -37,13 +43,14 @@ const INSIGHT_WRITE: Scope = Scope::write("insight");
 /// dashboards, or took the new short id) before it answers 409.
 const WRITE_ATTEMPTS: u32 = 16;
 
+/// The routes under `base`, with the activity log's; a hard delete is refused.
+pub fn routes(base: &str) -> Routes {
+    let item = item_methods(retrieve, update, refused_delete(INSIGHT_WRITE, Explained));
+    entity_routes::<Insight>(base, get(list).post(create), item)
+}
+
 fn write_error(error: WriteError) -> ApiError {
-    match error {
-        WriteError::Raced => {
-            ApiError::conflict("The insight kept changing under this request; retry.")
-        }
-        WriteError::Store(error) => error.into(),
-    }
+    error.answer_plain("insight")
 }
 
 /// The insight a path names: an integer id, else a short id (PostHog's lookup).
@@ -246,8 +253,7 @@ pub async fn list(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, INSIGHT_READ).await?;
-    let Query(params) = params
-        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let params = query_string(params)?;
     let refresh = Refresh::parse(params.refresh.as_deref())?;
     let basic = params.basic.as_deref().is_some_and(truthy);
     let created_by = match &params.created_by {
@@ -330,26 +336,20 @@ pub async fn create(
     let query = prepared_query(&state, &project, &body.query)
         .await?
         .flatten();
-    let wanted = body.dashboards.clone().unwrap_or_default();
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..WRITE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let live = list_live_stored(store, project.id).await?;
-        check_dashboards(&wanted, &live)?;
+    let (team_id, user) = (project.id, auth.user.uuid);
+    let wanted = &body.dashboards.clone().unwrap_or_default();
+    let (state, body, query, actor) = (&state, &body, &query, &Actor::user(&auth.user));
+    let insight = retry(WRITE_ATTEMPTS, write_error, || async move {
+        let live = list_live_stored(store, team_id).await?;
+        check_dashboards(wanted, &live)?;
         let at = state.clock.now();
-        let mut insight = body.new_insight(project.id, query.clone(), auth.user.uuid, at)?;
-        let ops = insights::plan_create(store, &mut insight, &wanted, &live, &actor, at).await?;
-        match commit(store, ops).await {
-            Ok(()) => {
-                let outcome = Outcome::default();
-                let answer = answer_with(&state, &project, &insight, &outcome).await?;
-                return Ok((StatusCode::CREATED, axum::Json(answer)).into_response());
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
-    }
-    Err(write_error(WriteError::Raced))
+        let mut insight = body.new_insight(team_id, query.clone(), user, at)?;
+        let ops = insights::plan_create(store, &mut insight, wanted, &live, actor, at).await?;
+        Ok(try_commit(store, ops).await.map(|()| insight))
+    })
+    .await?;
+    let answer = answer_with(state, &project, &insight, &Outcome::default()).await?;
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -368,13 +368,10 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, INSIGHT_READ).await?;
-    let Query(params) = params
-        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let params = query_string(params)?;
     let refresh = Refresh::parse(params.refresh.as_deref())?;
     let id = resolve(store, project.id, &id).await?;
-    let insight = insights::get_live(store, project.id, id)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
+    let insight = insights::found(store, project.id, id, false).await?.insight;
     let dashboard = match params.from_dashboard.as_deref() {
         Some(raw) => {
             let dashboard_id = raw.trim().parse::<i64>().map_err(|_| {
@@ -416,78 +413,49 @@ pub async fn update(
     let store = state.store.as_ref();
     let project = auth.project(store, &project, INSIGHT_WRITE).await?;
     body.check()?;
-    let id = resolve(store, project.id, &id).await?;
-    let query = prepared_query(&state, &project, &body.query).await?;
-    let actor = Actor::user(&auth.user);
+    let (team_id, user) = (project.id, auth.user.uuid);
+    let id = resolve(store, team_id, &id).await?;
+    let query = &prepared_query(&state, &project, &body.query).await?;
     // Only a restore may name a deleted insight (PostHog's queryset for `deleted: false`).
     let restoring = body.deleted == Some(false);
     // The dashboards it was on when a write too large for one transaction began: a later try
     // (after a lost race) reads some of them moved already, and the log names them all.
-    let mut began_on: Option<Vec<i64>> = None;
-    for attempt in 0..WRITE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let stored = insights::get(store, project.id, id)
-            .await?
-            .filter(|stored| restoring || !stored.insight.deleted)
-            .ok_or_else(ApiError::not_found)?;
-        let live = list_live_stored(store, project.id).await?;
+    let began_on: &OnceLock<Vec<i64>> = &OnceLock::new();
+    let (state, body, actor) = (&state, &body, &Actor::user(&auth.user));
+    let next = retry(WRITE_ATTEMPTS, write_error, || async move {
+        let stored = insights::found(store, team_id, id, restoring).await?;
+        let live = list_live_stored(store, team_id).await?;
         if let Some(wanted) = &body.dashboards {
             check_dashboards(wanted, &live)?;
         }
         let at = state.clock.now();
-        let mut next = body.apply_to(&stored.insight, query.clone(), auth.user.uuid, at)?;
+        let mut next = body.apply_to(&stored.insight, query.clone(), user, at)?;
         // A deleted insight leaves every dashboard.
         let wanted = match next.deleted {
             true => Some(&[][..]),
             false => body.dashboards.as_deref(),
         };
-        let mut retiling = Retiling::plan(store, project.id, id, wanted, &live).await?;
-        if let Some(before) = &began_on {
+        let mut retiling = Retiling::plan(store, team_id, id, wanted, &live).await?;
+        if let Some(before) = began_on.get() {
             retiling.before = before.clone();
         }
-        let writes = insights::plan_save(&stored, &mut next, &retiling, &actor, at)?;
+        let writes = insights::plan_save(&stored, &mut next, &retiling, actor, at)?;
         if writes.is_split() {
-            began_on.get_or_insert_with(|| retiling.before.clone());
+            began_on.get_or_init(|| retiling.before.clone());
         }
-        match writes.commit(store).await {
-            Ok(()) => {
-                let outcome = outcome(
-                    &state,
-                    &auth,
-                    &project,
-                    &next,
-                    None,
-                    Refresh::CacheOnly,
-                    true,
-                )
-                .await?;
-                let answer = answer_with(&state, &project, &next, &outcome).await?;
-                return Ok(axum::Json(answer).into_response());
-            }
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
-    }
-    Err(write_error(WriteError::Raced))
-}
-
-/// `DELETE /insights/:id/`: PostHog's ForbidDestroyModel refuses hard deletes with a 405.
-pub async fn destroy(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, _id)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    auth.project(state.store.as_ref(), &project, INSIGHT_WRITE)
-        .await?;
-    Err(forbid_destroy())
-}
-
-/// PostHog's answer to a hard delete of an insight or a dashboard.
-pub fn forbid_destroy() -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        ErrorType::InvalidRequest,
-        "method_not_allowed",
-        "Hard delete of this model is not allowed. Use a patch API call to set \"deleted\" to true",
+        Ok(writes.commit(store).await.map(|()| next))
+    })
+    .await?;
+    let outcome = outcome(
+        state,
+        &auth,
+        &project,
+        &next,
+        None,
+        Refresh::CacheOnly,
+        true,
     )
+    .await?;
+    let answer = answer_with(state, &project, &next, &outcome).await?;
+    Ok(axum::Json(answer).into_response())
 }

@@ -1,4 +1,5 @@
-//! `/api/projects/:project_id/feature_flags/`: CRUD. Every write is one Store transaction with its
+//! `/api/projects/:project_id/feature_flags/`: CRUD (a hard delete is refused:
+//! `common::repository::routes::refused_delete`). Every write is one Store transaction with its
 //! activity entry, then tells the SDK cache that definitions changed.
 
 mod body;
@@ -10,15 +11,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cohort_core::Cohort;
 use common::activity::{self, Actor};
-use common::error::{ApiError, ApiResult, ErrorType};
+use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::http::item_id;
 use common::models::{Project, Scope};
 use common::pagination::Pagination;
+use common::repository::retry;
+use common::repository::routes::query_string;
 use common::store::Store;
 use common::{AppState, Authenticated};
 use feature_flags::model::{FlagFilters, FlagKind};
-use feature_flags::repository::{self, NewFlag, WriteError};
+use feature_flags::repository::{self, NewFlag, Refusal, WriteError};
 use feature_flags::{FeatureFlag, validate};
 use serde::Deserialize;
 
@@ -26,7 +29,7 @@ use body::FlagBody;
 use payload::Creators;
 
 const FLAG_READ: Scope = Scope::read("feature_flag");
-const FLAG_WRITE: Scope = Scope::write("feature_flag");
+pub const FLAG_WRITE: Scope = Scope::write("feature_flag");
 /// Tries of an update before it answers 409: generous, since an update without `version` must
 /// not be lost to a burst of concurrent editors (each try is one read and one transaction).
 const UPDATE_ATTEMPTS: u32 = 32;
@@ -40,14 +43,10 @@ fn key_taken() -> ApiError {
 }
 
 fn write_error(error: WriteError) -> ApiError {
-    match error {
-        WriteError::KeyTaken => key_taken(),
-        WriteError::NotFound => ApiError::not_found(),
-        WriteError::Raced => {
-            ApiError::conflict("The feature flag kept changing under this request; retry.")
-        }
-        WriteError::Store(error) => error.into(),
-    }
+    error.answer("feature flag", |refusal| match refusal {
+        Refusal::KeyTaken => key_taken(),
+        Refusal::NotFound => ApiError::not_found(),
+    })
 }
 
 /// The project's live cohorts when `filters` have a cohort condition (validation checks what
@@ -82,8 +81,7 @@ pub async fn list(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, FLAG_READ).await?;
-    let Query(params) = params
-        .map_err(|rejection| ApiError::bad_request("invalid_input", rejection.body_text()))?;
+    let params = query_string(params)?;
     let active = match params.active.as_deref() {
         None => None,
         Some("true") => Some(true),
@@ -187,9 +185,9 @@ pub async fn retrieve(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, FLAG_READ).await?;
-    let flag = repository::get_live(store, project.id, item_id(&id)?)
+    let flag = repository::found(store, project.id, item_id(&id)?, false)
         .await?
-        .ok_or_else(ApiError::not_found)?;
+        .flag;
     let creators = Creators::of(store, &[&flag]).await?;
     Ok(axum::Json(creators.render(&flag)).into_response())
 }
@@ -205,33 +203,31 @@ pub async fn update(
 ) -> ApiResult<Response> {
     let store = state.store.as_ref();
     let project = auth.project(store, &project, FLAG_WRITE).await?;
-    let id = item_id(&id)?;
+    let (team_id, id) = (project.id, item_id(&id)?);
     body.check_unsupported()?;
     if let Some(key) = &body.key {
         validate::key(key)?;
     }
-    let actor = Actor::user(&auth.user);
-    for attempt in 0..UPDATE_ATTEMPTS {
-        common::repository::pause_before(attempt).await;
-        let stored = repository::get(store, project.id, id)
-            .await?
-            .filter(|stored| !stored.flag.deleted)
-            .ok_or_else(ApiError::not_found)?;
+    let (state, body, project) = (&state, &body, &project);
+    let actor = &Actor::user(&auth.user);
+    // A request that carried a version reads again after a lost race and sees it is stale.
+    let saved = retry(UPDATE_ATTEMPTS, write_error, || async move {
+        let stored = repository::found(store, team_id, id, false).await?;
         if let Some(version) = body.version
             && version != stored.flag.version
         {
-            return Err(stale_version(store, &project, id).await);
+            return Err(stale_version(store, project, id).await);
         }
         let mut next = body.apply_to(&stored.flag);
         if next.key != stored.flag.key
-            && let Some(holder) = repository::key_holder(store, project.id, &next.key).await?
+            && let Some(holder) = repository::key_holder(store, team_id, &next.key).await?
             && holder != id
         {
             return Err(key_taken());
         }
         if body.filters.is_some() {
-            let flags = repository::list_live(store, project.id).await?;
-            let cohorts = cohorts_for(store, project.id, &next.filters).await?;
+            let flags = repository::list_live(store, team_id).await?;
+            let cohorts = cohorts_for(store, team_id, &next.filters).await?;
             let context = validate::Context {
                 flags: &flags,
                 id: Some(id),
@@ -241,18 +237,13 @@ pub async fn update(
             };
             validate::filters(&mut next.filters, &context)?;
         }
-        match repository::save(store, project.id, &stored, next, &actor, state.clock.now()).await {
-            Ok(saved) => {
-                feature_flags::cache::definitions_changed(&state, project.id);
-                let creators = Creators::of(store, &[&saved]).await?;
-                return Ok(axum::Json(creators.render(&saved)).into_response());
-            }
-            // Read again: a request that carried a version now sees it is stale.
-            Err(WriteError::Raced) => continue,
-            Err(other) => return Err(write_error(other)),
-        }
-    }
-    Err(write_error(WriteError::Raced))
+        let at = state.clock.now();
+        Ok(repository::save(store, team_id, &stored, next, actor, at).await)
+    })
+    .await?;
+    feature_flags::cache::definitions_changed(state, team_id);
+    let creators = Creators::of(store, &[&saved]).await?;
+    Ok(axum::Json(creators.render(&saved)).into_response())
 }
 
 /// PostHog's answer to an edit of a flag someone else changed meanwhile.
@@ -269,21 +260,5 @@ async fn stale_version(store: &dyn Store, project: &Project, id: i64) -> ApiErro
     ApiError::conflict(format!(
         "The feature flag was updated by {} since you started editing it. Please refresh and try again.",
         by.as_deref().unwrap_or("another user")
-    ))
-}
-
-/// `DELETE /feature_flags/:id/`: PostHog's ForbidDestroyModel refuses hard deletes with a 405.
-pub async fn destroy(
-    State(state): State<AppState>,
-    auth: Authenticated,
-    Path((project, _id)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    auth.project(state.store.as_ref(), &project, FLAG_WRITE)
-        .await?;
-    Err(ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        ErrorType::InvalidRequest,
-        "method_not_allowed",
-        "Hard delete of this model is not allowed. Use a patch API call to set \"deleted\" to true",
     ))
 }
