@@ -44,6 +44,7 @@ mod top_level;
 mod typing;
 pub(crate) mod udfs;
 mod uniq;
+mod unnest_uniqueness;
 
 pub use action_expand::{ActionRef, references as action_references};
 pub use bindings::{Bindings, DEFAULT_LIMIT, MAX_LIMIT, Page, Window};

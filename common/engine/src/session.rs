@@ -22,7 +22,7 @@ use crate::error::classify;
 use crate::progress::{self, Progress};
 use crate::{
     Prepared, QueryError, clickhouse_defaults, day_bounds, dense_groups, plain_scan, portable_scan,
-    remote, results, shredded, single_phase, tables, udfs,
+    remote, results, shredded, single_phase, tables, udfs, unnest_uniqueness,
 };
 use remote::{Cluster, Engine, Placement};
 
@@ -112,6 +112,7 @@ pub async fn open_session(
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
+        .with_optimizer_rules(unnest_uniqueness::optimizer_rules())
         .with_physical_optimizer_rule(Arc::new(plain_scan::PlainDeltaScans))
         .with_physical_optimizer_rule(Arc::new(dense_groups::DenseGroups))
         .with_physical_optimizer_rule(Arc::new(single_phase::SinglePhaseActorAggregates));
