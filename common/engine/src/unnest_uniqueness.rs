@@ -6,12 +6,18 @@
 //! a DISTINCT on it is dropped (`replace_distinct_aggregate`). This rule clears the
 //! dependencies of every `Unnest` and of the nodes above it; it runs before each rule that
 //! reads them, since rebuilding an `Unnest` brings them back.
+//!
+//! The SQL planner has read them already: `GROUP BY key` over an unnest holds every column the
+//! key was said to determine, the unnested one included, as extra keys. One projection pass
+//! before the dependencies are cleared takes those keys out again (what it always did), so a
+//! grouping by the key counts each key once.
 
 use std::sync::Arc;
 
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{FunctionalDependencies, Result};
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::optimizer::optimize_projections::OptimizeProjections;
 use datafusion::optimizer::optimizer::Optimizer;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
@@ -25,7 +31,8 @@ const READERS: [&str; 4] = [
 
 /// DataFusion's logical optimizer rules, this one placed before each that reads dependencies.
 pub(crate) fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
-    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Vec::new();
+    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> =
+        vec![Arc::new(OptimizeProjections::new())];
     for rule in Optimizer::new().rules {
         if READERS.contains(&rule.name()) {
             rules.push(Arc::new(UnnestRowsAreNotUnique));
@@ -147,5 +154,17 @@ mod tests {
         )
         .await;
         assert_eq!(distinct[3], "| 3 |", "{distinct:#?}");
+        let counted = rows(
+            &ctx,
+            &format!(
+                "SELECT g, count(*) AS n FROM ({unnested}) WHERE st > 1 GROUP BY g ORDER BY g"
+            ),
+        )
+        .await;
+        assert_eq!(
+            counted[3..6],
+            ["| 0 | 2 |", "| 1 | 2 |", "| 2 | 2 |"],
+            "{counted:#?}"
+        );
     }
 }
