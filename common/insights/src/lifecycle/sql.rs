@@ -23,9 +23,11 @@ impl Plan {
         let window = "OVER (PARTITION BY activity.person_id ORDER BY activity.period \
                       ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)";
         let last = self.buckets.len();
-        // Select aliases are visible in WHERE (as in ClickHouse), so the dormant rows' interval
-        // gets a name of its own. A person missing from `persons` gets the column's default (or NULL) as the interval
-        // created in: it can only equal interval 0, which is not reported.
+        // Each active interval is read once: `arrayJoin` gives it a second row (shift 1, its
+        // next interval, `dormant`) when the person is not active in the next one. (A UNION
+        // ALL of two reads of `ordered` computed the grouping and the window twice.) A person
+        // missing from `persons` gets the column's default (or NULL) as the interval created
+        // in: it can only equal interval 0, which is not reported.
         format!(
             "WITH activity AS (\
              SELECT person_id, {event_index} AS period FROM events \
@@ -35,22 +37,22 @@ impl Plan {
              SELECT id, if(created_at >= {from}, {created_index}, {NO_INTERVAL}) AS created_period \
              FROM persons), \
              ordered AS (\
-             SELECT activity.person_id AS person_id, activity.period AS period, \
+             SELECT activity.period AS period, \
              lagInFrame(activity.period, 1, {NO_INTERVAL}) {window} AS previous_period, \
              leadInFrame(activity.period, 1, {NO_INTERVAL}) {window} AS next_period, \
              creations.created_period AS created_period \
              FROM activity LEFT JOIN creations ON creations.id = activity.person_id), \
+             shifted AS (\
+             SELECT period, previous_period, created_period, \
+             arrayJoin(if(next_period != period + 1, [0, 1], [0])) AS shift FROM ordered), \
              statuses AS (\
-             SELECT person_id, period, multiIf(\
+             SELECT period + shift AS status_period, if(shift = 1, 'dormant', multiIf(\
              previous_period = {NO_INTERVAL} AND period = created_period, 'new', \
              previous_period = period - 1, 'returning', \
-             'resurrecting') AS status FROM ordered \
-             UNION ALL \
-             SELECT person_id, period + 1 AS dormant_period, 'dormant' AS status FROM ordered \
-             WHERE next_period != period + 1) \
-             SELECT period, status, count() AS persons FROM statuses \
-             WHERE period >= 1 AND period <= {last} \
-             GROUP BY period, status ORDER BY period, status LIMIT {ROW_LIMIT}",
+             'resurrecting')) AS status FROM shifted) \
+             SELECT status_period AS period, status, count() AS persons FROM statuses \
+             WHERE status_period >= 1 AND status_period <= {last} \
+             GROUP BY status_period, status ORDER BY status_period, status LIMIT {ROW_LIMIT}",
             event_index = index("timestamp"),
             created_index = index("created_at"),
         )

@@ -71,7 +71,7 @@ fn the_query_reads_one_interval_either_side_and_the_persons_creation() {
     assert!(query.contains("event = '$pageview'"), "{query}");
     assert!(query.contains("FROM persons"), "{query}");
     assert!(
-        query.contains("WHERE period >= 1 AND period <= 3"),
+        query.contains("WHERE status_period >= 1 AND status_period <= 3"),
         "{query}"
     );
     assert!(query.ends_with("LIMIT 50000"), "{query}");
