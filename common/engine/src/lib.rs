@@ -26,6 +26,7 @@ pub mod materialize;
 mod membership;
 mod parse;
 mod paths;
+mod persons_table;
 mod placeholders;
 mod plain_scan;
 mod portable_scan;

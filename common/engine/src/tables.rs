@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use common::AppState;
-use common::store::{self, Index};
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
     TimestampMicrosecondArray, UInt64Array,
@@ -19,13 +18,12 @@ use datafusion::functions::core::expr_fn::coalesce;
 use datafusion::logical_expr::{Expr, JoinType, lit};
 use datafusion::prelude::SessionContext;
 
-use common::models::person::Person;
-use lake_core::person_overrides::{self, persons_index};
+use lake_core::person_overrides;
 use lake_core::query_log::{self, QueryLogRecord};
 use lake_core::{shred, table};
 use uuid::Uuid;
 
-use crate::QueryError;
+use crate::{QueryError, persons_table};
 
 pub const EVENTS: &str = "events";
 pub const PERSONS: &str = "persons";
@@ -69,7 +67,14 @@ pub async fn register(
             register_events(ctx, state, team_id, zone).await?;
     }
     if used.iter().any(|t| t == PERSONS) {
-        register_persons(ctx, state, team_id).await?;
+        let events_version = match used.iter().any(|t| t == EVENTS) {
+            true => registered.events_version,
+            false => table::current(state, team_id)
+                .await
+                .map_err(internal)?
+                .and_then(|table| table.version()),
+        };
+        persons_table::register(ctx, state, team_id, events_version).await?;
     }
     if used.iter().any(|t| t == QUERY_LOG) {
         register_query_log(ctx, state, team_id).await?;
@@ -186,51 +191,6 @@ async fn register_events(
     ctx.register_table(EVENTS, Arc::new(view))
         .map_err(internal)?;
     Ok((version, coverage))
-}
-
-async fn register_persons(
-    ctx: &SessionContext,
-    state: &AppState,
-    team_id: i64,
-) -> Result<(), QueryError> {
-    let persons = store::query_all(state.store.as_ref(), &persons_index(team_id), Index::Gsi1)
-        .await
-        .map_err(internal)?
-        .iter()
-        .map(|item| item.parse::<Person>().map_err(internal))
-        .collect::<Result<Vec<_>, _>>()?;
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Utf8, false),
-        Field::new("created_at", utc_micros(), false),
-        Field::new("team_id", DataType::Int64, false),
-        Field::new("properties", DataType::Utf8, false),
-        Field::new("is_identified", DataType::Boolean, false),
-    ]));
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(
-            persons.iter().map(|p| p.uuid.to_string()),
-        )),
-        Arc::new(
-            TimestampMicrosecondArray::from_iter_values(
-                persons.iter().map(|p| p.created_at.timestamp_micros()),
-            )
-            .with_timezone("UTC"),
-        ),
-        Arc::new(Int64Array::from_iter_values(
-            persons.iter().map(|_| team_id),
-        )),
-        Arc::new(StringArray::from_iter_values(persons.iter().map(|p| {
-            serde_json::to_string(&p.properties).unwrap_or_else(|_| "{}".into())
-        }))),
-        Arc::new(BooleanArray::from_iter(
-            persons.iter().map(|p| Some(p.is_identified)),
-        )),
-    ];
-    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(internal)?;
-    let table = MemTable::try_new(schema, vec![vec![batch]]).map_err(internal)?;
-    ctx.register_table(PERSONS, Arc::new(table))
-        .map_err(internal)?;
-    Ok(())
 }
 
 /// How far back the `query_log` table reaches.

@@ -40,6 +40,40 @@ pub fn distinct_pk(team_id: i64, distinct_id: &str) -> String {
     format!("DISTINCT#{team_id}#{distinct_id}")
 }
 
+/// Where a project's persons revision lives: a token the persons API rewrites with every edit
+/// and delete. Ingestion's changes need none: they are written before the Delta commit of their
+/// events, so the events table's version moves after them. Together the two say whether a
+/// process's copy of the persons is current (the query engine's `persons` table).
+const REVISION_PK: &str = "PERSONS_REVISION";
+const REVISION_SK: &str = "REVISION";
+
+#[derive(Serialize, Deserialize)]
+struct Revision {
+    revision: Uuid,
+}
+
+/// The write, in the transaction of an edit or delete, that marks the project's persons changed.
+pub fn revision_bump(team_id: i64) -> Result<WriteOp, StoreError> {
+    let revision = Revision {
+        revision: Uuid::new_v4(),
+    };
+    Ok(WriteOp::Put {
+        item: store::Item::of(format!("{REVISION_PK}#{team_id}"), REVISION_SK, &revision)?,
+        condition: Condition::None,
+    })
+}
+
+/// The project's persons revision (`None` until the API first edits or deletes a person).
+pub async fn revision(store: &dyn Store, team_id: i64) -> Result<Option<Uuid>, StoreError> {
+    let item = store
+        .get(&format!("{REVISION_PK}#{team_id}"), REVISION_SK)
+        .await?;
+    Ok(match item {
+        Some(item) => Some(item.parse::<Revision>()?.revision),
+        None => None,
+    })
+}
+
 /// Every person of a project is listed on GSI1 under this key, by uuid.
 pub fn persons_index(team_id: i64) -> String {
     format!("PERSONS#{team_id}")
@@ -163,10 +197,13 @@ where
         let mut item = current.clone();
         item.set_data(&after)?;
         item.version = current.version + 1;
-        let mut ops = vec![WriteOp::Put {
-            item,
-            condition: Condition::VersionEquals(current.version),
-        }];
+        let mut ops = vec![
+            WriteOp::Put {
+                item,
+                condition: Condition::VersionEquals(current.version),
+            },
+            revision_bump(team_id)?,
+        ];
         ops.extend(with(&before, &after)?);
         match store.transact_write(ops).await {
             Ok(()) => return Ok(Some(after)),
@@ -195,11 +232,14 @@ pub async fn delete(
             condition: Condition::None,
         })
         .collect();
-    let mut last = vec![WriteOp::Delete {
-        pk: person_pk(team_id, uuid),
-        sk: PERSON_SK.to_owned(),
-        condition: Condition::None,
-    }];
+    let mut last = vec![
+        WriteOp::Delete {
+            pk: person_pk(team_id, uuid),
+            sk: PERSON_SK.to_owned(),
+            condition: Condition::None,
+        },
+        revision_bump(team_id)?,
+    ];
     last.extend(with);
     // The links first, the person last (with as many links as fit beside it): a delete cut
     // short leaves a person that can be deleted again, never links to nobody.
