@@ -455,15 +455,34 @@ fn query_page(
          AND (expires_at IS NULL OR expires_at > ?2) \
          AND {sort_column} >= ?3 AND {sort_column} < ?4"
     );
-    let upper = format!("{}{MAX_CHAR}", options.sk_prefix);
+    let cursor = match &options.cursor {
+        Some(text) => Some(Cursor::decode(text, partition, options.index)?),
+        None => None,
+    };
+    // The range starts (or, descending, ends) at the cursor's key: SQLite seeks the index by
+    // these bounds, not by the row-value test below, so with the prefix's bounds alone each
+    // page walked every row before the cursor again (100 pages of 100,000 persons: 7.6 s
+    // against 0.6 s).
+    let mut lower = options.sk_prefix.clone();
+    let mut upper = format!("{}{MAX_CHAR}", options.sk_prefix);
+    if let Some(cursor) = &cursor {
+        let at = match options.index {
+            Index::Primary => cursor.sk.clone(),
+            Index::Gsi1 => cursor.gsi1sk.clone().unwrap_or_default(),
+        };
+        if options.descending {
+            upper = upper.min(format!("{at}{MAX_CHAR}"));
+        } else {
+            lower = lower.max(at);
+        }
+    }
     let mut values: Vec<rusqlite::types::Value> = vec![
         partition.to_owned().into(),
         now.into(),
-        options.sk_prefix.clone().into(),
+        lower.into(),
         upper.into(),
     ];
-    if let Some(text) = &options.cursor {
-        let cursor = Cursor::decode(text, partition, options.index)?;
+    if let Some(cursor) = cursor {
         match options.index {
             Index::Primary => {
                 sql.push_str(&format!(" AND sk {comparison} ?5"));
@@ -562,6 +581,59 @@ mod tests {
                 assert_eq!(walked, count, "{pk}");
                 let last = format!("S#{:05}", count - 1);
                 assert_eq!(store.get(pk, &last).await.unwrap().unwrap().sk, last);
+            }
+        }
+    }
+
+    /// Paging walks every item of a prefix once, in order, either way, on either index (the
+    /// range each page reads starts at its cursor; items sharing a GSI key are ordered by key).
+    #[tokio::test]
+    async fn pages_walk_a_prefix_once_in_order_either_way_on_either_index() {
+        let store = SqliteStore::in_memory().unwrap();
+        let groups = (0..25)
+            .map(|i| {
+                // Three items share each GSI sort key, so pages break inside a run of equals.
+                let item = Item::new("P", format!("S#{i:02}"), json!({}))
+                    .with_gsi1("G", format!("K#{:02}", i / 3));
+                vec![WriteOp::Put {
+                    item,
+                    condition: Condition::NotExists,
+                }]
+            })
+            .chain([vec![WriteOp::Put {
+                item: Item::new("P", "T#00", json!({})).with_gsi1("G", "L#00"),
+                condition: Condition::NotExists,
+            }]])
+            .collect();
+        store.transact_write_each(groups).await.unwrap();
+        for index in [Index::Primary, Index::Gsi1] {
+            let (partition, prefix) = match index {
+                Index::Primary => ("P", "S#"),
+                Index::Gsi1 => ("G", "K#"),
+            };
+            for descending in [false, true] {
+                let mut walked = Vec::new();
+                let mut cursor = None;
+                loop {
+                    let options = QueryOptions {
+                        index,
+                        sk_prefix: prefix.into(),
+                        limit: Some(4),
+                        cursor,
+                        descending,
+                    };
+                    let page = store.query(partition, options).await.unwrap();
+                    walked.extend(page.items.into_iter().map(|item| item.sk));
+                    cursor = page.cursor;
+                    if cursor.is_none() {
+                        break;
+                    }
+                }
+                let mut expected: Vec<String> = (0..25).map(|i| format!("S#{i:02}")).collect();
+                if descending {
+                    expected.reverse();
+                }
+                assert_eq!(walked, expected, "{index:?}, descending {descending}");
             }
         }
     }
