@@ -14,14 +14,14 @@ use common::store::{self, Index, Store};
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::MemTable;
 use datafusion::prelude::SessionContext;
 use lake_core::person_overrides::persons_index;
 use uuid::Uuid;
 
 use crate::QueryError;
-use crate::tables::PERSONS;
+use crate::tables::{PERSONS, utc_micros};
 
 /// Projects whose batch a process keeps at once.
 const KEPT_PROJECTS: usize = 8;
@@ -152,11 +152,7 @@ async fn read(state: &AppState, team_id: i64) -> Result<RecordBatch, QueryError>
         .collect::<Result<Vec<_>, _>>()?;
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Utf8, false),
-        Field::new(
-            "created_at",
-            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-            false,
-        ),
+        Field::new("created_at", utc_micros(), false),
         Field::new("team_id", DataType::Int64, false),
         Field::new("properties", DataType::Utf8, false),
         Field::new("is_identified", DataType::Boolean, false),

@@ -44,7 +44,7 @@ pub struct Registered {
     pub coverage: shred::Coverage,
 }
 
-fn utc_micros() -> DataType {
+pub(crate) fn utc_micros() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
