@@ -280,12 +280,13 @@ async fn execute(
     let planned = Plan::new(run.state, run.project, run.node, Cohorts::Members)
         .await
         .map_err(|e| (e, true))?;
+    // A forced run reads no cached answer: it need not look up the table's version for one (a
+    // listing of the Delta log; the session finds the version it reads below).
     let key = match &planned.key {
-        Some(key) => Some(key.current(run.state).await.map_err(|e| (e, true))?),
-        None => None,
+        Some(key) if !run.force => Some(key.current(run.state).await.map_err(|e| (e, true))?),
+        _ => None,
     };
     if let Some(key) = &key
-        && !run.force
         && let Some(cached) = load_cached(run.state, run.project.id, key).await
     {
         record.result_rows = cached["results"].as_array().map_or(0, |r| r.len() as u64);
@@ -311,6 +312,7 @@ async fn execute(
         (Some(parts), Some(session)) if parts.reads_events => {
             Some(parts.at(session.events_version))
         }
+        (Some(parts), _) if !parts.reads_events => Some(parts.at(None)),
         _ => key,
     };
     tokio::pin!(cancelled);
