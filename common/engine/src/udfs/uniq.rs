@@ -268,7 +268,7 @@ mod tests {
         // The run path hashes as DataFusion hashes every row of the same view array.
         let mut every_row = vec![0; values.len()];
         datafusion::common::hash_utils::create_hashes(
-            &[runs.clone()],
+            std::slice::from_ref(&runs),
             &datafusion::common::hash_utils::RandomState::with_seed(0x5eed_0001),
             &mut every_row,
         )
