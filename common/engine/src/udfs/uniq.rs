@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, FixedSizeBinaryArray, UInt32Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Decimal128Array, FixedSizeBinaryArray, UInt32Array,
+};
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::DataType;
@@ -155,6 +157,27 @@ pub(super) fn uniq_key(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> 
     )?))
 }
 
+/// What `actorKey` returns: the exact-count key as a 128-bit number, which DataFusion groups as
+/// a primitive (a hash and one comparison of 16 bytes per row) where it interns a 36-character
+/// person id as text (hashing and comparing the bytes, copying each new one): a per-actor count
+/// (a funnel's steps) groups by it instead of the id. Decimal128 is Arrow's 128-bit primitive;
+/// the key is never shown, so values beyond its 38 digits do not matter.
+pub const ACTOR_KEY_TYPE: DataType = DataType::Decimal128(38, 0);
+
+/// `actorKey(x)`: [`uniq_key`]'s key of each row as an [`ACTOR_KEY_TYPE`] number.
+pub(super) fn actor_key(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
+    let keys = uniq_key(args, rows)?;
+    let keys = keys.as_fixed_size_binary();
+    let numbers: Vec<i128> = keys
+        .values()
+        .chunks_exact(KEY_BYTES as usize)
+        .map(|key| i128::from_le_bytes(key.try_into().unwrap_or_default()))
+        .collect();
+    Ok(Arc::new(
+        Decimal128Array::new(numbers.into(), keys.nulls().cloned()).with_data_type(ACTOR_KEY_TYPE),
+    ))
+}
+
 /// A value's 128-bit CityHash, as the key's bytes.
 fn city_key(bytes: &[u8]) -> [u8; KEY_BYTES as usize] {
     let hash = ch_cityhash102::cityhash128(bytes);
@@ -281,10 +304,21 @@ mod tests {
             }
         }
         // The exact keys of the views are the keys of the same texts in a plain array.
-        let (by_view, by_text) = (keys(vec![runs]), keys(vec![plain]));
+        let (by_view, by_text) = (keys(vec![runs.clone()]), keys(vec![plain]));
         for (row, value) in values.iter().enumerate() {
             assert_eq!(by_view.is_valid(row), value.is_some());
             assert_eq!(by_view.value(row), by_text.value(row), "row {row}");
+        }
+        // An actor key is the same 16 bytes as a number.
+        let actors = actor_key(&[ColumnarValue::Array(runs)], values.len()).unwrap();
+        assert_eq!(actors.data_type(), &ACTOR_KEY_TYPE);
+        let actors = actors.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
+        for (row, value) in values.iter().enumerate() {
+            assert_eq!(actors.is_valid(row), value.is_some());
+            if value.is_some() {
+                let bytes = actors.value(row).to_le_bytes();
+                assert_eq!(&bytes[..], by_text.value(row), "row {row}");
+            }
         }
     }
 }
