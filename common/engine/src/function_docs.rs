@@ -810,11 +810,6 @@ pub(super) const DOCS: &[(&str, &str, &str)] = &[
     ("Numbers", "isFinite", "1 unless inf, -inf or nan"),
     (
         "Hashes",
-        "actorKey",
-        "A 128-bit key of the value (its CityHash128) to group by instead of a long text: equal values, and only they, share one",
-    ),
-    (
-        "Hashes",
         "cityHash64",
         "ClickHouse's CityHash64 (v1.0.2) of the arguments, as UInt64",
     ),

@@ -11,25 +11,19 @@ use deltalake_core::{DeltaResult, DeltaTable, DeltaTableError, TableProperty};
 use common::AppState;
 pub use lake_core::table::*;
 
-/// Columns whose values are nearly all distinct per row group (events, their properties and
-/// times): a dictionary only costs time there, the writer hashing every value before falling back
-/// to plain encoding.
-const UNIQUE_COLUMNS: [&str; 5] = [
+/// Columns whose values are nearly all distinct, or so many per row group (users, their
+/// properties, sessions) that the 1 MB dictionary page fills and the writer falls back to plain
+/// encoding anyway after hashing tens of thousands of values: a dictionary only costs time there.
+const UNIQUE_COLUMNS: [&str; 8] = [
     "uuid",
     "properties",
     "timestamp",
     "created_at",
+    "distinct_id",
+    "person_id",
     "person_properties",
+    "$session_id",
 ];
-
-/// Ids repeated within a row group (a user's events and sessions come together in a file sorted
-/// by event and distinct id): a dictionary of the row group's ids and runs of indexes. The reader
-/// then decompresses and validates each id once per row group, not once per row, and hands out
-/// views into the dictionary (the trend's and funnel's per-person reads spent an eighth of their
-/// time in zstd over the plain ids). The page limit holds every id of a row group (128K ids of
-/// 36 bytes: 4.7 MB); past it the writer falls back to plain for the rest of the chunk.
-const DICTIONARY_ID_COLUMNS: [&str; 3] = ["distinct_id", "person_id", "$session_id"];
-const ID_DICTIONARY_PAGE_BYTES: usize = 8 << 20;
 
 /// Rows per Parquet row group: small enough that a large file is read by several partitions
 /// and its row groups are skipped one by one, large enough to keep per-group costs small.
@@ -68,12 +62,6 @@ pub fn writer_properties() -> WriterProperties {
     let builder = UNIQUE_COLUMNS.iter().fold(builder, |builder, column| {
         builder.set_column_dictionary_enabled((*column).into(), false)
     });
-    let builder = DICTIONARY_ID_COLUMNS
-        .iter()
-        .fold(builder, |builder, column| {
-            builder
-                .set_column_dictionary_page_size_limit((*column).into(), ID_DICTIONARY_PAGE_BYTES)
-        });
     let builder = LOOKUP_COLUMNS.iter().fold(builder, |builder, column| {
         builder
             .set_column_bloom_filter_enabled((*column).into(), true)
@@ -212,61 +200,4 @@ pub async fn scan(state: &AppState, team_id: i64) -> DeltaResult<Vec<EventRow>> 
         }
     }
     Ok(rows)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use deltalake_core::arrow::array::{ArrayRef, StringArray};
-    use deltalake_core::arrow::record_batch::RecordBatch;
-    use deltalake_core::parquet::arrow::ArrowWriter;
-    use deltalake_core::parquet::basic::{Encoding, PageType};
-
-    use super::*;
-
-    /// Every event's own uuid stays plain; a user's ids repeat along the file and are written
-    /// as a dictionary, even when a row group holds tens of thousands of them.
-    #[test]
-    fn ids_are_dictionary_encoded_and_uuids_are_not() {
-        let rows = 100_000;
-        let ids = |prefix: &str, repeat: usize| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(
-                (0..rows).map(|row| format!("{prefix}-{:032}", row / repeat)),
-            ))
-        };
-        let batch = RecordBatch::try_from_iter([
-            ("uuid", ids("u", 1)),
-            ("distinct_id", ids("d", 2)),
-            ("person_id", ids("p", 2)),
-        ])
-        .unwrap();
-        let mut file = Vec::new();
-        let mut writer =
-            ArrowWriter::try_new(&mut file, batch.schema(), Some(writer_properties())).unwrap();
-        writer.write(&batch).unwrap();
-        let written = writer.close().unwrap();
-        let group = written.row_group(0);
-        // Every data page of the column chunk indexes its dictionary (a writer whose dictionary
-        // outgrows its page writes the rest of the chunk's pages plain).
-        let dictionary = |column: usize| {
-            let stats = group
-                .column(column)
-                .page_encoding_stats()
-                .expect("page stats");
-            let data_pages = stats.iter().filter(|s| s.page_type == PageType::DATA_PAGE);
-            let (mut indexed, mut plain) = (0, 0);
-            for page in data_pages {
-                match page.encoding {
-                    Encoding::RLE_DICTIONARY => indexed += page.count,
-                    _ => plain += page.count,
-                }
-            }
-            indexed > 0 && plain == 0
-        };
-        // 50,000 ids of 34 bytes: past the default 1 MB dictionary page.
-        assert!(!dictionary(0), "uuid");
-        assert!(dictionary(1), "distinct_id");
-        assert!(dictionary(2), "person_id");
-    }
 }

@@ -840,8 +840,6 @@ pub(super) static FUNCTIONS: LazyLock<HashMap<&'static str, Meta>> = LazyLock::n
         ),
         // Hashes and identifiers (udfs/hashes.rs, udfs/uuids.rs), as ClickHouse computes them.
         ("cityHash64", meta(1, ANY, Rename("hogql_city_hash64"))),
-        // A 128-bit grouping key (udfs/uniq.rs): what per-actor queries group by.
-        ("actorKey", meta(1, 1, Rename("hogql_actor_key"))),
         ("sipHash64", meta(1, ANY, Rename("hogql_sip_hash64"))),
         ("xxHash64", meta(1, ANY, Rename("hogql_xx_hash64"))),
         (

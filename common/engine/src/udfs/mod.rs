@@ -47,7 +47,7 @@ use dates::{date_diff, start_of_week, to_date, to_datetime};
 use intervals::{date_add, interval, unit_argument};
 use json::{json, json_keys};
 use length::length;
-use uniq::{actor_key, uniq_hash, uniq_key};
+use uniq::{uniq_hash, uniq_key};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -68,7 +68,6 @@ enum Kind {
     ToFloat,
     UniqHash,
     UniqKey,
-    ActorKey,
     StartOfWeek,
     Interval,
     DateAdd,
@@ -99,7 +98,6 @@ impl Kind {
             | Kind::ToFloat
             | Kind::UniqHash
             | Kind::UniqKey
-            | Kind::ActorKey
             | Kind::StartOfWeek
             | Kind::Interval
             | Kind::DateAdd
@@ -121,7 +119,7 @@ struct HogqlFunction {
 }
 
 /// Every UDF's name and what it computes.
-const FUNCTIONS: [(&str, Kind); 26] = [
+const FUNCTIONS: [(&str, Kind); 25] = [
     ("hogql_prop", Kind::Property),
     ("hogql_json_string", Kind::JsonString),
     ("hogql_json_int", Kind::JsonInt),
@@ -139,7 +137,6 @@ const FUNCTIONS: [(&str, Kind); 26] = [
     ("hogql_to_float", Kind::ToFloat),
     ("hogql_uniq_hash", Kind::UniqHash),
     ("hogql_uniq_key", Kind::UniqKey),
-    ("hogql_actor_key", Kind::ActorKey),
     ("hogql_start_of_week", Kind::StartOfWeek),
     ("hogql_interval", Kind::Interval),
     ("hogql_date_add", Kind::DateAdd),
@@ -249,7 +246,6 @@ impl HogqlFunction {
             Kind::JsonBool | Kind::JsonHas => DataType::Boolean,
             Kind::JsonLength | Kind::Length | Kind::UniqHash => DataType::UInt64,
             Kind::UniqKey => DataType::FixedSizeBinary(uniq::KEY_BYTES),
-            Kind::ActorKey => uniq::ACTOR_KEY_TYPE,
             Kind::JsonKeys => DataType::List(Arc::new(
                 datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
             )),
@@ -367,7 +363,6 @@ impl ScalarUDFImpl for HogqlFunction {
             Kind::ToFloat => lenient_cast(&args.args, rows, DataType::Float64)?,
             Kind::UniqHash => uniq_hash(&args.args, rows)?,
             Kind::UniqKey => uniq_key(&args.args, rows)?,
-            Kind::ActorKey => actor_key(&args.args, rows)?,
             Kind::StartOfWeek => start_of_week(&args.args, rows, zone)?,
             Kind::Interval => interval(&args.args, rows)?,
             Kind::DateAdd => date_add(&args.args, rows, zone, 1)?,

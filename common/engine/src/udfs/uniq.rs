@@ -3,11 +3,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Decimal128Array, FixedSizeBinaryArray, UInt32Array,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, FixedSizeBinaryArray};
 use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
@@ -37,57 +34,11 @@ pub(super) fn uniq_hash(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef>
     let state = RandomState::with_seed(0x5eed_0001);
     let arrays = arrays(args, rows)?;
     let mut hashes = vec![0; rows];
-    let runs = match arrays.as_slice() {
-        [single] => view_runs(single)
-            .filter(|starts| starts.len() < rows / 2)
-            .map(|starts| (single, starts)),
-        _ => None,
-    };
-    match runs {
-        Some((single, starts)) => {
-            // Each run of one value hashed once (its first row), then copied along the run.
-            let firsts = UInt32Array::from(starts);
-            let mut run_hashes = vec![0; firsts.len()];
-            create_hashes(&[take(single, &firsts, None)?], &state, &mut run_hashes)?;
-            let starts = firsts.values();
-            let ends = starts.iter().skip(1).map(|&s| s as usize).chain([rows]);
-            let spans = starts.iter().map(|&s| s as usize).zip(ends);
-            for ((start, end), hash) in spans.zip(run_hashes) {
-                hashes[start..end].fill(hash);
-            }
-        }
-        None => {
-            create_hashes(&arrays, &state, &mut hashes)?;
-        }
-    }
+    create_hashes(&arrays, &state, &mut hashes)?;
     Ok(Arc::new(datafusion::arrow::array::UInt64Array::new(
         hashes.into(),
         any_null(&arrays),
     )))
-}
-
-/// The rows that start a run of equal views, for a view array (`None` for other types). A view
-/// holds a short value inline and points at a long one, so equal views are equal values: ids read
-/// from a dictionary-encoded column (a user's events come together in a sorted file) repeat their
-/// view along each run.
-fn view_runs(array: &ArrayRef) -> Option<Vec<u32>> {
-    let views = match array.data_type() {
-        DataType::Utf8View => array.as_string_view().views(),
-        DataType::BinaryView => array.as_binary_view().views(),
-        _ => return None,
-    };
-    let nulls = array.logical_nulls();
-    let mut starts = Vec::new();
-    let mut previous = None;
-    for (row, view) in views.iter().enumerate() {
-        // A NULL's view may equal an empty text's: validity is part of what must repeat.
-        let current = (nulls.as_ref().is_none_or(|n| n.is_valid(row)), view);
-        if previous != Some(current) {
-            starts.push(row as u32);
-            previous = Some(current);
-        }
-    }
-    Some(starts)
 }
 
 /// A 16-byte key per row for `count(DISTINCT ...)` and `uniqExact`, as ClickHouse's uniqExact
@@ -98,7 +49,11 @@ fn view_runs(array: &ArrayRef) -> Option<Vec<u32>> {
 pub(super) fn uniq_key(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
     let arrays = arrays(args, rows)?;
     let mut keys = Vec::with_capacity(rows * KEY_BYTES as usize);
-    let mut push_hash = |bytes: &[u8]| keys.extend_from_slice(&city_key(bytes));
+    let mut push_hash = |bytes: &[u8]| {
+        let hash = ch_cityhash102::cityhash128(bytes);
+        keys.extend_from_slice(&hash.first.to_le_bytes());
+        keys.extend_from_slice(&hash.second.to_le_bytes());
+    };
     match arrays.as_slice() {
         [single] => match single.data_type() {
             DataType::Utf8 => single
@@ -109,19 +64,10 @@ pub(super) fn uniq_key(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> 
                 .as_string::<i64>()
                 .iter()
                 .for_each(|s| push_hash(s.unwrap_or("").as_bytes())),
-            DataType::Utf8View => {
-                // A view equal to the row before is the same value (see `view_runs`): its key too.
-                let texts = single.as_string_view();
-                let mut previous = None;
-                for (view, text) in texts.views().iter().zip(texts.iter()) {
-                    let key = match previous {
-                        Some((last, key)) if last == (text.is_some(), view) => key,
-                        _ => city_key(text.unwrap_or("").as_bytes()),
-                    };
-                    keys.extend_from_slice(&key);
-                    previous = Some(((text.is_some(), view), key));
-                }
-            }
+            DataType::Utf8View => single
+                .as_string_view()
+                .iter()
+                .for_each(|s| push_hash(s.unwrap_or("").as_bytes())),
             DataType::Binary => single
                 .as_binary::<i32>()
                 .iter()
@@ -157,36 +103,6 @@ pub(super) fn uniq_key(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> 
     )?))
 }
 
-/// What `actorKey` returns: the exact-count key as a 128-bit number, which DataFusion groups as
-/// a primitive (a hash and one comparison of 16 bytes per row) where it interns a 36-character
-/// person id as text (hashing and comparing the bytes, copying each new one): a per-actor count
-/// (a funnel's steps) groups by it instead of the id. Decimal128 is Arrow's 128-bit primitive;
-/// the key is never shown, so values beyond its 38 digits do not matter.
-pub const ACTOR_KEY_TYPE: DataType = DataType::Decimal128(38, 0);
-
-/// `actorKey(x)`: [`uniq_key`]'s key of each row as an [`ACTOR_KEY_TYPE`] number.
-pub(super) fn actor_key(args: &[ColumnarValue], rows: usize) -> Result<ArrayRef> {
-    let keys = uniq_key(args, rows)?;
-    let keys = keys.as_fixed_size_binary();
-    let numbers: Vec<i128> = keys
-        .values()
-        .chunks_exact(KEY_BYTES as usize)
-        .map(|key| i128::from_le_bytes(key.try_into().unwrap_or_default()))
-        .collect();
-    Ok(Arc::new(
-        Decimal128Array::new(numbers.into(), keys.nulls().cloned()).with_data_type(ACTOR_KEY_TYPE),
-    ))
-}
-
-/// A value's 128-bit CityHash, as the key's bytes.
-fn city_key(bytes: &[u8]) -> [u8; KEY_BYTES as usize] {
-    let hash = ch_cityhash102::cityhash128(bytes);
-    let mut key = [0u8; KEY_BYTES as usize];
-    key[..8].copy_from_slice(&hash.first.to_le_bytes());
-    key[8..].copy_from_slice(&hash.second.to_le_bytes());
-    key
-}
-
 /// Hashes each row of the arrays in Arrow's row format (one byte string per row that equal
 /// rows, and only they, share).
 fn hash_rows(arrays: &[ArrayRef], push_hash: &mut impl FnMut(&[u8])) -> Result<()> {
@@ -202,7 +118,7 @@ fn hash_rows(arrays: &[ArrayRef], push_hash: &mut impl FnMut(&[u8])) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Int32Array, Int64Array, StringArray, StringViewBuilder};
+    use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
 
     fn keys(args: Vec<ArrayRef>) -> FixedSizeBinaryArray {
         let rows = args[0].len();
@@ -247,78 +163,5 @@ mod tests {
         ]);
         assert!(pairs.is_valid(0) && pairs.is_null(1) && pairs.is_null(2));
         assert_eq!(pairs.value(0), pairs.value(3));
-    }
-
-    #[test]
-    fn runs_of_one_view_hash_as_their_values_do() {
-        // Deduplicated views: a repeated long value points at the same bytes, as ids read from a
-        // dictionary-encoded column do; a NULL beside an empty text shares its view bits.
-        let mut builder = StringViewBuilder::new().with_deduplicate_strings();
-        let long = "0192f1a4-5b7c-7d3e-8f90-123456789abc";
-        let values = [
-            Some(long),
-            Some(long),
-            Some(long),
-            Some(long),
-            Some(long),
-            Some(long),
-            Some(long),
-            Some(long),
-            None,
-            Some(""),
-            Some(""),
-            Some("short"),
-            Some(long),
-            Some("0192f1a4-5b7c-7d3e-8f90-000000000000"),
-            Some("0192f1a4-5b7c-7d3e-8f90-000000000000"),
-        ];
-        for value in values {
-            builder.append_option(value);
-        }
-        let runs: ArrayRef = Arc::new(builder.finish());
-        let plain: ArrayRef = Arc::new(StringArray::from(values.to_vec()));
-        let view_runs = view_runs(&runs).unwrap();
-        // Half the rows or more start runs: hashed row by row; fewer: by run.
-        assert_eq!(view_runs, vec![0, 8, 9, 11, 12, 13]);
-        assert!(view_runs.len() < values.len() / 2);
-
-        let hash = |array: &ArrayRef| {
-            let array = uniq_hash(&[ColumnarValue::Array(array.clone())], values.len()).unwrap();
-            array
-                .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
-                .clone()
-        };
-        // The run path hashes as DataFusion hashes every row of the same view array.
-        let mut every_row = vec![0; values.len()];
-        datafusion::common::hash_utils::create_hashes(
-            std::slice::from_ref(&runs),
-            &datafusion::common::hash_utils::RandomState::with_seed(0x5eed_0001),
-            &mut every_row,
-        )
-        .unwrap();
-        let by_runs = hash(&runs);
-        for (row, value) in values.iter().enumerate() {
-            assert_eq!(by_runs.is_valid(row), value.is_some());
-            if value.is_some() {
-                assert_eq!(by_runs.value(row), every_row[row], "row {row}");
-            }
-        }
-        // The exact keys of the views are the keys of the same texts in a plain array.
-        let (by_view, by_text) = (keys(vec![runs.clone()]), keys(vec![plain]));
-        for (row, value) in values.iter().enumerate() {
-            assert_eq!(by_view.is_valid(row), value.is_some());
-            assert_eq!(by_view.value(row), by_text.value(row), "row {row}");
-        }
-        // An actor key is the same 16 bytes as a number.
-        let actors = actor_key(&[ColumnarValue::Array(runs)], values.len()).unwrap();
-        assert_eq!(actors.data_type(), &ACTOR_KEY_TYPE);
-        let actors = actors.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
-        for (row, value) in values.iter().enumerate() {
-            assert_eq!(actors.is_valid(row), value.is_some());
-            if value.is_some() {
-                let bytes = actors.value(row).to_le_bytes();
-                assert_eq!(&bytes[..], by_text.value(row), "row {row}");
-            }
-        }
     }
 }

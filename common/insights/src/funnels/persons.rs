@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::sql::{ActorColumn, actors_query};
+use super::sql::actors_query;
 use super::{Funnel, OTHER, parse};
 use crate::breakdown::{By, CohortChoice};
 use crate::{Context, Invalid, sql_text};
@@ -91,7 +91,7 @@ impl StepPersons {
         }
         Ok(format!(
             "SELECT actor AS actor_id, event_count FROM ({}) WHERE {}",
-            actors_query(&self.funnel, true, ActorColumn::Id),
+            actors_query(&self.funnel, true),
             conditions.join(" AND ")
         ))
     }

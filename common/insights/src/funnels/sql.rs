@@ -69,20 +69,10 @@ pub(super) fn event_conditions(funnel: &Funnel) -> String {
     conditions.join(" AND ")
 }
 
-/// What the per-actor query's `actor` column holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ActorColumn {
-    /// The actor's id: a step's persons are listed by it, a cohort's membership tested on it.
-    Id,
-    /// `actorKey` of the id, when only counts are asked: actors are told apart by a 16-byte number
-    /// the engine groups as a primitive, instead of by their 36-character ids as text.
-    Key,
-}
-
 /// The per-actor query: `actor`, `reached`, `time_1`..`time_{n-1}`, with a property breakdown
 /// `breakdown` (the key of the actor's combination) and, with `event_count`, `event_count` (the
 /// actor's events that are a step). Only actors who reached the first step have a row.
-pub(super) fn actors_query(funnel: &Funnel, event_count: bool, column: ActorColumn) -> String {
+pub(super) fn actors_query(funnel: &Funnel, event_count: bool) -> String {
     let count = funnel.steps.len();
     let aggregate = format!(
         "aggregateFunnel({count}, {}, {}, timestamp, {}, {})",
@@ -143,10 +133,7 @@ pub(super) fn actors_query(funnel: &Funnel, event_count: bool, column: ActorColu
         "SELECT actor, arrayElement(funnel, 1) AS reached{times}{carried} FROM (\
          SELECT {actor} AS actor, {aggregate} AS funnel{breakdown}{counted} FROM events WHERE {where_clause} GROUP BY actor\
          ) WHERE funnel IS NOT NULL",
-        actor = match column {
-            ActorColumn::Id => funnel.actor.clone(),
-            ActorColumn::Key => format!("actorKey({})", funnel.actor),
-        },
+        actor = funnel.actor,
         where_clause = event_conditions(funnel),
     )
 }
@@ -168,12 +155,7 @@ fn step_columns(count: usize) -> String {
 
 pub(super) fn steps_query(funnel: &Funnel) -> String {
     let count = funnel.steps.len();
-    // Cohort buckets test each actor's id for membership; the other counts only tell actors apart.
-    let column = match &funnel.breakdown {
-        Some(breakdown) if !breakdown.cohort_conditions.is_empty() => ActorColumn::Id,
-        _ => ActorColumn::Key,
-    };
-    let actors = actors_query(funnel, false, column);
+    let actors = actors_query(funnel, false);
     let columns = step_columns(count);
     let Some(breakdown) = &funnel.breakdown else {
         return format!("SELECT {columns} FROM ({actors}) LIMIT 1");

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::Funnel;
 use super::assemble::{count, number, seconds};
-use super::sql::{ActorColumn, actors_query};
+use super::sql::actors_query;
 use crate::{Compiled, Table};
 
 /// `ceil(cbrt(samples))` clamped to 1..=60, in exact integer arithmetic: 1 plus the number of
@@ -31,7 +31,7 @@ fn auto_bin_count_sql(samples: &str) -> String {
 pub(super) fn compile_time_to_convert(funnel: &Funnel) -> Compiled {
     let mut whole = funnel.clone();
     whole.breakdown = None;
-    let actors = actors_query(&whole, false, ActorColumn::Key);
+    let actors = actors_query(&whole, false);
     let time: Vec<String> = (funnel.from_step + 1..=funnel.to_step)
         .map(|step| format!("time_{step}"))
         .collect();
