@@ -39,18 +39,29 @@ impl Plan {
         .filter(|condition| condition != "true")
         .collect::<Vec<_>>()
         .join(" AND ");
-        let having = match &self.criteria {
-            Some(criteria) => format!(" HAVING count() {} {}", criteria.operator, criteria.value),
-            None => String::new(),
+        // An actor's intervals: without criteria, the distinct intervals of its events, counted
+        // in one grouping by actor (a set of interval numbers each); criteria count each
+        // interval's events, so they group by actor and interval first (millions of groups over
+        // a month of a large project's days).
+        let per_actor = match &self.criteria {
+            None => format!(
+                "SELECT {actor} AS actor_id, uniqExact({index}) AS num_intervals \
+                 FROM events WHERE {conditions} GROUP BY actor_id",
+                actor = series.actor
+            ),
+            Some(criteria) => format!(
+                "SELECT actor_id, count() AS num_intervals FROM (\
+                 SELECT {actor} AS actor_id, {index} AS interval_index FROM events WHERE {conditions} \
+                 GROUP BY actor_id, interval_index HAVING count() {operator} {value}\
+                 ) GROUP BY actor_id",
+                actor = series.actor,
+                operator = criteria.operator,
+                value = criteria.value,
+            ),
         };
         format!(
-            "SELECT num_intervals, count(DISTINCT actor_id) AS actors FROM (\
-             SELECT actor_id, count() AS num_intervals FROM (\
-             SELECT {actor} AS actor_id, {index} AS interval_index FROM events WHERE {conditions} \
-             GROUP BY actor_id, interval_index{having}\
-             ) GROUP BY actor_id\
-             ) GROUP BY num_intervals ORDER BY num_intervals LIMIT {ROW_LIMIT}",
-            actor = series.actor
+            "SELECT num_intervals, count(DISTINCT actor_id) AS actors FROM ({per_actor}) \
+             GROUP BY num_intervals ORDER BY num_intervals LIMIT {ROW_LIMIT}"
         )
     }
 }
