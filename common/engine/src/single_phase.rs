@@ -104,7 +104,7 @@ fn single_phase(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn Executio
 }
 
 /// The input and grouping to repartition and aggregate by. Group keys that are computed
-/// (`actorKey(person_id)`) would be computed twice, once to hash each row to its partition and
+/// (a funnel's actor given as an expression or a property) would be computed twice, once to hash each row to its partition and
 /// once to group it: they are computed once instead, as columns after the input's, and grouped
 /// by as columns. The aggregates' arguments keep naming the input's columns by position.
 fn with_keys_computed(
