@@ -103,10 +103,11 @@ fn single_phase(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn Executio
     Ok(Some(Arc::new(once)))
 }
 
-/// The input and grouping to repartition and aggregate by. Group keys that are computed
-/// (a funnel's actor given as an expression or a property) would be computed twice, once to hash each row to its partition and
-/// once to group it: they are computed once instead, as columns after the input's, and grouped
-/// by as columns. The aggregates' arguments keep naming the input's columns by position.
+/// The input and grouping to repartition and aggregate by. Group keys that are computed (a
+/// funnel's actor given as an expression or a property) would be computed twice, once to hash
+/// each row to its partition and once to group it: they are computed once instead, as columns
+/// after the input's, and grouped by as columns. The aggregates' arguments keep naming the
+/// input's columns by position.
 fn with_keys_computed(
     input: &Arc<dyn ExecutionPlan>,
     group_by: &PhysicalGroupBy,
