@@ -102,12 +102,24 @@ pub async fn run_watched(
         record.exception_code = code;
         record.exception = Some(error.to_string());
     }
-    if run.log
-        && let Err(error) = query_log::record(run.state.store.as_ref(), &record).await
-    {
-        tracing::warn!(%error, "could not write the query log");
-    }
-    outcome.map_err(|(error, _)| error)
+    // The cached answer (an object) and the log record (the Store) are written side by side:
+    // each is a round trip of its own, and the response waits for both.
+    let cache_write = async {
+        if let Ok((response, Some(key))) = &outcome {
+            cache::store(run.state, run.project.id, key, response).await;
+        }
+    };
+    let log_write = async {
+        if run.log
+            && let Err(error) = query_log::record(run.state.store.as_ref(), &record).await
+        {
+            tracing::warn!(%error, "could not write the query log");
+        }
+    };
+    tokio::join!(cache_write, log_write);
+    outcome
+        .map(|(response, _)| response)
+        .map_err(|(error, _)| error)
 }
 
 /// The query log record of `run`, started at `started_at`, as a successful one until told
@@ -269,13 +281,14 @@ async fn load_cached(state: &AppState, team_id: i64, key: &str) -> Option<Value>
 
 /// Plans the node, answers a fresh cached result when there is one, else opens a session per
 /// query, runs them in turn (they share the time limit), then shapes the response: the SQL
-/// answer, or the structured node's assembly of its tables.
+/// answer, or the structured node's assembly of its tables, with the cache key to store a fresh
+/// answer under (the caller writes it).
 async fn execute(
     run: &Run<'_>,
     cancelled: impl Future<Output = ()>,
     progress: &engine::Progress,
     record: &mut QueryLogRecord,
-) -> Result<Value, (QueryError, bool)> {
+) -> Result<(Value, Option<String>), (QueryError, bool)> {
     let started = Instant::now();
     let planned = Plan::new(run.state, run.project, run.node, Cohorts::Members)
         .await
@@ -290,7 +303,7 @@ async fn execute(
         && let Some(cached) = load_cached(run.state, run.project.id, key).await
     {
         record.result_rows = cached["results"].as_array().map_or(0, |r| r.len() as u64);
-        return Ok(cached);
+        return Ok((cached, None));
     }
     let limits = limits(run.state);
     let mut sessions = Vec::with_capacity(planned.queries.len());
@@ -353,10 +366,7 @@ async fn execute(
     record.result_rows = response["results"]
         .as_array()
         .map_or(0, |rows| rows.len() as u64);
-    if let Some(key) = cache_key {
-        cache::store(run.state, run.project.id, key, &response).await;
-    }
-    Ok(response)
+    Ok((response, key))
 }
 
 /// Checks a node (it compiles, its queries prepare), so a bad one is a 400 now rather than a
