@@ -1,20 +1,44 @@
-//! Personal API key authentication, scopes and project access (PostHog's rules and messages).
+//! Who is calling: a personal API key, or the console's session cookie (with a CSRF token on
+//! writes); scopes and project access (PostHog's rules and messages).
 
 use axum::extract::FromRequestParts;
-use axum::http::{HeaderValue, header, request::Parts};
+use axum::http::{HeaderValue, Method, header, request::Parts};
 use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
 
 use crate::error::{ApiError, ApiResult};
-use crate::models::{Membership, PersonalApiKey, Project, Scope, User};
+use crate::models::{Membership, PersonalApiKey, Project, Scope, Session, Stage, User};
 use crate::query_params::QueryParams;
 use crate::state::AppState;
 use crate::store::Store;
 
-/// The caller behind a valid personal API key.
+/// The caller behind a valid personal API key or console session.
 #[derive(Debug, Clone)]
 pub struct Authenticated {
     pub user: User,
-    pub key: PersonalApiKey,
+    /// The key of the request; `None` for the console's session, which has every scope.
+    pub key: Option<PersonalApiKey>,
+    pub session: Option<Session>,
+}
+
+/// The console's session cookie (Django's name, which PostHog keeps).
+pub const SESSION_COOKIE: &str = "sessionid";
+/// The cookie the console reads its CSRF token from (PostHog's `CSRF_COOKIE_NAME`).
+pub const CSRF_COOKIE: &str = "posthog_csrftoken";
+/// The header a cookie-authenticated write echoes the token in (Django's).
+pub const CSRF_HEADER: &str = "x-csrftoken";
+
+/// The value of the cookie `name` in the request's `Cookie` headers.
+pub fn request_cookie(parts: &Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == name)
+        .map(|cookie| cookie.value().to_owned())
 }
 
 /// Where the presented key came from; PostHog names it in the 401 message.
@@ -78,7 +102,7 @@ impl FromRequestParts<AppState> for Authenticated {
 
 async fn authenticate(parts: &Parts, store: &dyn Store) -> ApiResult<Authenticated> {
     let Some((secret, source)) = presented_key(parts) else {
-        return Err(ApiError::not_authenticated());
+        return authenticate_session(parts, store).await;
     };
     let invalid = || {
         let place = match source {
@@ -100,13 +124,61 @@ async fn authenticate(parts: &Parts, store: &dyn Store) -> ApiResult<Authenticat
         // Bookkeeping only: the request goes on.
         tracing::warn!(%error, "could not record personal API key use");
     }
-    Ok(Authenticated { user, key })
+    Ok(Authenticated {
+        user,
+        key: Some(key),
+        session: None,
+    })
+}
+
+/// The console's caller: a logged-in session of an active user; a write must also carry the
+/// session's CSRF token, so another site's form cannot ride on the cookie.
+async fn authenticate_session(parts: &Parts, store: &dyn Store) -> ApiResult<Authenticated> {
+    let Some(secret) = request_cookie(parts, SESSION_COOKIE) else {
+        return Err(ApiError::not_authenticated());
+    };
+    let session = Session::find(store, &secret)
+        .await?
+        .filter(|session| session.stage == Stage::LoggedIn)
+        .ok_or_else(ApiError::not_authenticated)?;
+    let safe = matches!(
+        parts.method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+    );
+    if !safe {
+        let presented = parts
+            .headers
+            .get(CSRF_HEADER)
+            .and_then(|value| value.to_str().ok());
+        match presented {
+            None => {
+                return Err(ApiError::permission_denied(
+                    "CSRF Failed: CSRF token missing.",
+                ));
+            }
+            Some(token) if !bool::from(token.as_bytes().ct_eq(session.csrf_token.as_bytes())) => {
+                return Err(ApiError::permission_denied(
+                    "CSRF Failed: CSRF token incorrect.",
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let user = User::load(store, session.user_uuid)
+        .await?
+        .filter(|user| user.is_active)
+        .ok_or_else(ApiError::not_authenticated)?;
+    Ok(Authenticated {
+        user,
+        key: None,
+        session: Some(session),
+    })
 }
 
 impl Authenticated {
     /// 403 unless the key carries `scope`.
     pub fn require(&self, scope: Scope) -> ApiResult<()> {
-        if self.key.allows(scope) {
+        if self.key.as_ref().is_none_or(|key| key.allows(scope)) {
             Ok(())
         } else {
             Err(ApiError::permission_denied(format!(
@@ -130,7 +202,8 @@ impl Authenticated {
         } else {
             raw_id.parse::<i64>().map_err(|_| not_found())?
         };
-        if let Some(teams) = &self.key.scoped_teams
+        let key = self.key.as_ref();
+        if let Some(teams) = key.and_then(|key| key.scoped_teams.as_ref())
             && !teams.contains(&id)
         {
             return Err(ApiError::permission_denied(format!(
@@ -138,7 +211,7 @@ impl Authenticated {
             )));
         }
         let project = Project::load(store, id).await?.ok_or_else(not_found)?;
-        if let Some(organizations) = &self.key.scoped_organizations
+        if let Some(organizations) = key.and_then(|key| key.scoped_organizations.as_ref())
             && !organizations.contains(&project.organization_id)
         {
             return Err(ApiError::permission_denied(format!(

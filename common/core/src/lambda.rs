@@ -7,6 +7,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 use tower::ServiceExt;
 
+use crate::client::ClientAddress;
 use crate::config::Config;
 use crate::http::{REQUEST_ID, finish};
 use crate::routes::Routes;
@@ -20,7 +21,10 @@ pub async fn run(routes: fn() -> Routes) -> Result<(), lambda_http::Error> {
     let app = finish(routes(), state);
     lambda_http::run(tower::service_fn(move |request: Request| {
         let app = app.clone();
-        async move { app.oneshot(gateway_request_id(strip_stage(request))).await }
+        async move {
+            let request = client_address(gateway_request_id(strip_stage(request)));
+            app.oneshot(request).await
+        }
     }))
     .await
 }
@@ -73,6 +77,18 @@ pub fn gateway_request_id(mut request: Request) -> Request {
     request
 }
 
+/// API Gateway's `sourceIp` (the client as the gateway saw it, not a header the client could
+/// write) becomes the request's [`ClientAddress`].
+pub fn client_address(mut request: Request) -> Request {
+    let source = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.http.source_ip.clone(),
+        _ => None,
+    };
+    let address = source.and_then(|ip| ip.parse().ok());
+    request.extensions_mut().insert(ClientAddress(address));
+    request
+}
+
 /// The `Infallible` error of an axum router, for callers that need a concrete type.
 pub type RouterError = Infallible;
 
@@ -119,6 +135,16 @@ mod tests {
         assert_eq!(
             header(&gateway_request_id(request)),
             Some("from-the-client")
+        );
+    }
+
+    #[test]
+    fn the_gateway_source_ip_is_the_client_address() {
+        let request = lambda_http::request::from_str(EVENT).expect("sample event");
+        let request = client_address(request);
+        assert_eq!(
+            request.extensions().get::<ClientAddress>(),
+            Some(&ClientAddress(Some("203.0.113.7".parse().unwrap())))
         );
     }
 }

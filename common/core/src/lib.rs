@@ -4,6 +4,7 @@ pub mod activity;
 pub mod auth;
 pub mod backoff;
 pub mod cache;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod cors;

@@ -153,6 +153,8 @@ pub async fn run(command: AdminCommand, data_dir: PathBuf) -> anyhow::Result<()>
             match bootstrap_if_empty(store).await? {
                 Some(bootstrap) => json!({
                     "user": bootstrap.user.uuid,
+                    "email": bootstrap.user.email,
+                    "password": crate::serve::first_password(store, &bootstrap).await?,
                     "organization": bootstrap.organization.id,
                     "project": bootstrap.project.id,
                     "personal_api_key": bootstrap.key_secret,

@@ -9,7 +9,9 @@ use axum::extract::Request;
 use common::AppState;
 use common::config::Config;
 use common::jobs::ScheduledJob;
+use common::models::{User, hash_password};
 use common::provisioning::{Bootstrap, bootstrap_if_empty};
+use common::store::Store;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -27,10 +29,25 @@ pub fn config_for(data_dir: PathBuf) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-pub fn announce(bootstrap: &Bootstrap) {
+/// Gives the first user a random password to log in to the console with; returns it (it is
+/// stored only as a hash).
+pub async fn first_password(store: &dyn Store, bootstrap: &Bootstrap) -> anyhow::Result<String> {
+    let password = common::models::random_token("", 20);
+    let hash = hash_password(&password).await?;
+    User::update(store, bootstrap.user.uuid, |user| {
+        user.password_hash = Some(hash.clone());
+        Ok(())
+    })
+    .await?;
+    Ok(password)
+}
+
+/// Prints what a first start created, with the first user's password and key (shown once).
+pub async fn announce(store: &dyn Store, bootstrap: &Bootstrap) -> anyhow::Result<()> {
+    let password = first_password(store, bootstrap).await?;
     println!("Created a first organization, project and user on this empty store.");
     println!(
-        "  user:    {} ({})",
+        "  user:    {} ({}), console password (shown once, change it in Settings): {password}",
         bootstrap.user.email, bootstrap.user.uuid
     );
     println!(
@@ -41,6 +58,7 @@ pub fn announce(bootstrap: &Bootstrap) {
         "  personal API key (shown once, store it now): {}",
         bootstrap.key_secret
     );
+    Ok(())
 }
 
 /// Serves on `bind`; with `cluster`, large queries run on that Ballista scheduler's cluster
@@ -58,7 +76,7 @@ pub async fn run(
         .await
         .context("cannot open the storage backend")?;
     if let Some(bootstrap) = bootstrap_if_empty(state.store.as_ref()).await? {
-        announce(&bootstrap);
+        announce(state.store.as_ref(), &bootstrap).await?;
     }
     let listener = TcpListener::bind(bind)
         .await
@@ -145,7 +163,9 @@ pub async fn serve_until(
     ));
     let committer = tokio::spawn(lake::run_committer(state.clone(), COMMIT_EVERY, stopped));
     let app = crate::app(state);
-    let service = axum::ServiceExt::<Request>::into_make_service(app);
+    // The peer's address reaches handlers as `ConnectInfo` (login limits count per address).
+    let service =
+        axum::ServiceExt::<Request>::into_make_service_with_connect_info::<std::net::SocketAddr>(app);
     let served = axum::serve(listener, service)
         .with_graceful_shutdown(shutdown)
         .await

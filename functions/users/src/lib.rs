@@ -1,8 +1,10 @@
-//! Route family `users`: the caller (`/api/users/...`: payload, two-factor, e-mail verification)
-//! and their projects (`/api/projects/`).
+//! Route family `users`: the console's login (`/api/login/`, `/api/logout/`), the caller
+//! (`/api/users/...`: payload, two-factor, e-mail verification) and their projects
+//! (`/api/projects/`).
 
 mod email;
 mod group_types;
+mod login;
 mod payload;
 mod projects;
 mod two_factor;
@@ -14,6 +16,9 @@ use common::routes::Routes;
 /// Every route of the family; entry points add fallbacks and layers with `common::http::finish`.
 pub fn router() -> Routes {
     Routes::new()
+        .route("/api/login", post(login::login))
+        .route("/api/login/token", post(login::second_factor))
+        .route("/api/logout", post(login::logout))
         .route(
             "/api/users/{uuid}",
             get(users::retrieve).patch(users::update),

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
 use common::mailer::Mail;
-use common::models::{Scope, User};
+use common::models::{Scope, Session, User};
 use common::store::{self, Condition, Item, Store, StoreError, WriteOp};
 use common::throttle::Throttle;
 use common::{AppState, Authenticated};
@@ -183,6 +183,17 @@ fn accepted<T>(result: Result<T, StoreError>) -> ApiResult<bool> {
     }
 }
 
+/// Whether `token` (as typed) is the user's current TOTP code or one of their unused backup
+/// codes; either is then used up.
+pub async fn second_factor_proven(state: &AppState, user: &User, token: &str) -> ApiResult<bool> {
+    let token = normalize(token);
+    if is_totp_shape(&token) {
+        accept_totp(state, user, &token).await
+    } else {
+        consume_backup_code(state, user, &token).await
+    }
+}
+
 /// Consumes a backup code if it is one of the user's unused codes.
 pub async fn consume_backup_code(state: &AppState, user: &User, code: &str) -> ApiResult<bool> {
     let store = state.store.as_ref();
@@ -313,6 +324,9 @@ pub async fn validate(
             other => other.into(),
         })?;
     let codes = issue_backup_codes(&state, &user).await?;
+    // As PostHog: turning 2FA on logs out every other browser, which logged in without it.
+    let keep = auth.session.as_ref().map(|session| session.id);
+    Session::end_all_of(store, user.uuid, keep).await?;
     notify(&state, &user, "enabled").await;
     Ok(axum::Json(
         json!({ "success": true, "backup_codes": codes }),
@@ -377,9 +391,8 @@ pub async fn disable(
     }
     let key = user.uuid.to_string();
     FAILURES.check(store, &key).await?;
-    let proven = match (body.token.as_deref().map(normalize), &body.current_password) {
-        (Some(token), _) if is_totp_shape(&token) => accept_totp(&state, &user, &token).await?,
-        (Some(token), _) => consume_backup_code(&state, &user, &token).await?,
+    let proven = match (&body.token, &body.current_password) {
+        (Some(token), _) => second_factor_proven(&state, &user, token).await?,
         (None, Some(password)) => user.password_matches(password).await?,
         (None, None) => return Err(ApiError::required("token")),
     };

@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use common::error::{ApiError, ApiResult};
 use common::http::Json;
-use common::models::{Membership, Organization, Project, Scope, User, hash_password};
+use common::models::{Membership, Organization, Project, Scope, Session, User, hash_password};
 use common::store::{Store, StoreError};
 use common::throttle::Throttle;
 use common::{AppState, Authenticated};
@@ -317,6 +317,11 @@ pub async fn update(
         Ok(())
     })
     .await?;
+    if changes.password.is_some() {
+        // A new password logs out every other browser (Django keeps only the one that changed it).
+        let keep = auth.session.as_ref().map(|session| session.id);
+        Session::end_all_of(store, updated.uuid, keep).await?;
+    }
     if let Some(email) = new_email {
         email::send_code(&state, &updated, email).await?;
     }

@@ -6,6 +6,7 @@ mod group_types;
 mod organization;
 pub mod person;
 mod project;
+mod session;
 mod user;
 
 pub use api_key::{MAX_LABEL_CHARS, PersonalApiKey, Scope, ScopeAction};
@@ -15,7 +16,10 @@ pub use project::{
     NewProject, PathCleaningRule, Project,
     default_test_account_filters as project_default_test_account_filters,
 };
-pub use user::{NewUser, PasswordError, User, UserKey, hash_password, user_id};
+pub use session::{SECOND_FACTOR_WINDOW, SESSION_AGE, Session, Stage};
+pub use user::{
+    NewUser, PasswordError, User, UserKey, check_against_no_user, hash_password, user_id,
+};
 
 use rand::Rng;
 use rand::distributions::Alphanumeric;

@@ -296,6 +296,19 @@ impl User {
     }
 }
 
+/// As long as checking `password` against a stored hash takes, for a login whose e-mail matches
+/// no user: a faster answer would tell which e-mails have accounts.
+pub async fn check_against_no_user(password: &str) -> Result<(), PasswordError> {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let decoy = DECOY.get_or_init(|| hash_now("decoy").unwrap_or_default());
+        verify_now(decoy, &password);
+    })
+    .await
+    .map_err(PasswordError::Worker)
+}
+
 /// Hashing or checking a password failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PasswordError {
