@@ -6,6 +6,7 @@ mod email;
 mod group_types;
 mod login;
 mod payload;
+mod personal_api_keys;
 mod projects;
 mod two_factor;
 mod users;
@@ -56,6 +57,21 @@ pub fn router() -> Routes {
         .route(
             "/api/users/cancel_email_change_request",
             patch(email::cancel_change),
+        )
+        .route(
+            "/api/personal_api_keys",
+            get(personal_api_keys::list).post(personal_api_keys::create),
+        )
+        .route(
+            "/api/personal_api_keys/{id}",
+            get(personal_api_keys::retrieve)
+                .patch(personal_api_keys::update)
+                .put(personal_api_keys::replace)
+                .delete(personal_api_keys::delete),
+        )
+        .route(
+            "/api/personal_api_keys/{id}/roll",
+            post(personal_api_keys::roll),
         )
         .route("/api/projects", get(projects::list))
         .route(
