@@ -1,7 +1,7 @@
 //! `/api/personal_api_keys/`: the caller's personal API keys (PostHog's `personal_api_key.py`):
 //! list, create (the secret shown once), retrieve (`@current` is the request's own key), update,
-//! delete and roll. A key needs `personal_api_key:read`/`:write`; a console session changing
-//! keys must have logged in recently (PostHog's TimeSensitiveActionPermission).
+//! delete and roll. A key may read them with `personal_api_key:read`; only the console's session
+//! changes them, and must have logged in recently (PostHog's TimeSensitiveActionPermission).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -16,7 +16,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 use uuid::Uuid;
 
 const KEY_READ: Scope = Scope::read("personal_api_key");
-const KEY_WRITE: Scope = Scope::write("personal_api_key");
 
 /// How old a console session may be and still change keys (PostHog's
 /// `SESSION_SENSITIVE_ACTIONS_AGE`).
@@ -253,9 +252,15 @@ async fn target(state: &AppState, auth: &Authenticated, raw_id: &str) -> ApiResu
         .ok_or_else(ApiError::not_found)
 }
 
-/// Checks a write's permissions: the scope, then how recent the session's login is.
+/// Checks a write's permissions: keys are managed from the console only (PostHog's answer to a
+/// key: a key limited to one project must not make itself an unlimited one), and the session's
+/// login must be recent.
 fn may_write(state: &AppState, auth: &Authenticated) -> ApiResult<()> {
-    auth.require(KEY_WRITE)?;
+    if auth.key.is_some() {
+        return Err(ApiError::permission_denied(
+            "This action does not support Personal API Key access",
+        ));
+    }
     require_recent_login(state, auth)
 }
 
