@@ -59,6 +59,8 @@ class Server:
         init = subprocess.run([BINARY, "admin", "init"], env=self.env, capture_output=True, text=True, check=True)
         created = json.loads(init.stdout.strip().splitlines()[-1])
         self.key = created["personal_api_key"]
+        # The first user's console login, printed once by `admin init`.
+        self.email, self.password = created["email"], created["password"]
         self.cluster = Cluster(self.env) if os.environ.get("ANALYTICS_TEST_CLUSTER") == "on" else None
         serve_env = self.env
         if self.cluster:

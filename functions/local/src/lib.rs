@@ -5,6 +5,7 @@ pub mod admin;
 pub mod allocator;
 pub mod cli;
 pub mod cluster;
+pub mod console;
 pub mod import;
 pub mod serve;
 
@@ -38,11 +39,11 @@ pub fn routes() -> Routes {
         .fold(Routes::new(), |all, (_, family)| all.merge(family()))
 }
 
-/// The app `analytics serve` runs, with every job registered so runs queued by name (an
-/// experiment's timeseries recalculation) find their job in this process.
+/// The app `analytics serve` runs (the API and the console), with every job registered so runs
+/// queued by name (an experiment's timeseries recalculation) find their job in this process.
 pub fn app(state: AppState) -> App {
     register_jobs(&state);
-    common::http::finish(routes(), state)
+    common::http::finish(routes().merge(console::routes()), state)
 }
 
 /// Every job, as the worker registers them.

@@ -47,7 +47,7 @@ pub async fn announce(store: &dyn Store, bootstrap: &Bootstrap) -> anyhow::Resul
     let password = first_password(store, bootstrap).await?;
     println!("Created a first organization, project and user on this empty store.");
     println!(
-        "  user:    {} ({}), console password (shown once, change it in Settings): {password}",
+        "  user:    {} ({}), console password (shown once): {password}",
         bootstrap.user.email, bootstrap.user.uuid
     );
     println!(
@@ -164,8 +164,9 @@ pub async fn serve_until(
     let committer = tokio::spawn(lake::run_committer(state.clone(), COMMIT_EVERY, stopped));
     let app = crate::app(state);
     // The peer's address reaches handlers as `ConnectInfo` (login limits count per address).
-    let service =
-        axum::ServiceExt::<Request>::into_make_service_with_connect_info::<std::net::SocketAddr>(app);
+    let service = axum::ServiceExt::<Request>::into_make_service_with_connect_info::<
+        std::net::SocketAddr,
+    >(app);
     let served = axum::serve(listener, service)
         .with_graceful_shutdown(shutdown)
         .await
