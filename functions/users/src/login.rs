@@ -87,30 +87,39 @@ fn session_cookies(
     ]
 }
 
-/// Ends the session a request's cookie names, whatever its stage (a new login replaces it).
-async fn end_presented(state: &AppState, client: &Client) -> ApiResult<()> {
-    if let Some(secret) = &client.session_secret
-        && let Some(previous) = Session::find(state.store.as_ref(), secret).await?
-    {
-        previous.end(state.store.as_ref()).await?;
-    }
-    Ok(())
+/// The session a request's cookie names, whatever its stage (a new login replaces it).
+async fn presented(state: &AppState, client: &Client) -> ApiResult<Option<Session>> {
+    Ok(match &client.session_secret {
+        Some(secret) => Session::find(state.store.as_ref(), secret).await?,
+        None => None,
+    })
 }
 
-/// Starts a session at `stage` for `user` and answers with its cookies.
+/// Starts a session at `stage` for `user`, ending the one it `replaces`, and answers with its
+/// cookies.
 async fn start_session(
     state: &AppState,
     client: &Client,
+    replaces: Option<Session>,
     user: &User,
     stage: Stage,
     status: StatusCode,
     body: serde_json::Value,
 ) -> ApiResult<Response> {
-    end_presented(state, client).await?;
+    if let Some(previous) = replaces {
+        previous.end(state.store.as_ref()).await?;
+    }
     let (session, secret) = Session::start(user.uuid, stage, state.clock.now());
     session.save(state.store.as_ref()).await?;
     let cookies = session_cookies(Some((&session, &secret)), client.https);
     Ok((status, AppendHeaders(cookies), axum::Json(body)).into_response())
+}
+
+/// A body field that must be there and not blank, else PostHog's `required` 400 naming it.
+fn filled(value: Option<String>, attr: &str) -> ApiResult<String> {
+    value
+        .filter(|text| !text.trim().is_empty())
+        .ok_or_else(|| ApiError::required(attr))
 }
 
 fn locked_out(error: ApiError) -> ApiError {
@@ -138,10 +147,7 @@ pub async fn login(
     client: Client,
     Json(body): Json<LoginBody>,
 ) -> ApiResult<Response> {
-    let email = body
-        .email
-        .filter(|email| !email.trim().is_empty())
-        .ok_or_else(|| ApiError::required("email"))?;
+    let email = filled(body.email, "email")?;
     let password = body
         .password
         .filter(|password| !password.is_empty())
@@ -172,6 +178,7 @@ pub async fn login(
             "Invalid email or password.",
         ));
     };
+    let replaces = presented(&state, &client).await?;
     if two_factor::device(store, &user).await?.is_some() {
         // PostHog's TwoFactorRequired: a 401 whose code the app looks for.
         let required = ApiError::new(
@@ -184,6 +191,7 @@ pub async fn login(
         return start_session(
             &state,
             &client,
+            replaces,
             &user,
             Stage::SecondFactor,
             StatusCode::UNAUTHORIZED,
@@ -194,6 +202,7 @@ pub async fn login(
     start_session(
         &state,
         &client,
+        replaces,
         &user,
         Stage::LoggedIn,
         StatusCode::OK,
@@ -216,15 +225,9 @@ pub async fn second_factor(
     client: Client,
     Json(body): Json<TokenBody>,
 ) -> ApiResult<Response> {
-    let token = body
-        .token
-        .filter(|token| !token.trim().is_empty())
-        .ok_or_else(|| ApiError::required("token"))?;
+    let token = filled(body.token, "token")?;
     let store = state.store.as_ref();
-    let Some(secret) = &client.session_secret else {
-        return Err(login_expired());
-    };
-    let pending = Session::find(store, secret)
+    let pending = presented(&state, &client)
         .await?
         .filter(|session| session.stage == Stage::SecondFactor)
         .ok_or_else(login_expired)?;
@@ -249,6 +252,7 @@ pub async fn second_factor(
     start_session(
         &state,
         &client,
+        Some(pending),
         &user,
         Stage::LoggedIn,
         StatusCode::OK,
