@@ -213,6 +213,9 @@ async fn every_create_validation_message() {
                 "Feature flag must have at least 2 variants (control and at least one test variant)".into()),
             (variants(json!([{"key": "a", "split_percent": 50}, {"key": "b", "split_percent": 50}])),
                 "Feature flag variants must contain a variant with key 'control' (lowercase, exactly). Got keys: ['a', 'b']. Rename the baseline variant's 'key' to 'control'.".into()),
+            // The new flag is refused as the flag routes refuse it (PostHog's flag serializer).
+            (variants(json!([{"key": "control", "split_percent": 50}, {"key": "test", "split_percent": 40}])),
+                "Invalid variant definitions: Variant rollout percentages must sum to 100.".into()),
             (with(json!({"parameters": {"excluded_variants": ["holdout-1"]}})),
                 "cannot exclude holdout pseudo-variants: ['holdout-1']".into()),
             (with(json!({"parameters": {"excluded_variants": ["control"]}})),

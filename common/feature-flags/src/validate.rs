@@ -134,7 +134,9 @@ pub fn filters(filters: &mut FlagFilters, context: &Context<'_>) -> Result<(), A
     Ok(())
 }
 
-fn variants(filters: &FlagFilters) -> Result<HashSet<String>, ApiError> {
+/// The multivariate variants' keys, each non-blank and unique, their percentages summing to 100
+/// (also what an experiment's new flag must pass).
+pub fn variants(filters: &FlagFilters) -> Result<HashSet<String>, ApiError> {
     let mut keys = HashSet::new();
     let Some(multivariate) = &filters.multivariate else {
         return Ok(keys);

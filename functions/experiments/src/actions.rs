@@ -319,7 +319,7 @@ async fn new_flag(
     auth: &Authenticated,
 ) -> ApiResult<FlagWrite> {
     feature_flags::validate::key(key).map_err(|error| error.with_attr("feature_flag_key"))?;
-    let mut filters = service::flag_filters(parameters, None);
+    let mut filters = service::flag_filters(parameters, None)?;
     if let Some(id) = copy.holdout_id {
         filters.holdout = holdouts::repository::get(store, copy.team_id, id)
             .await?

@@ -125,7 +125,7 @@ pub fn create(
                 name: format!("Feature Flag for Experiment {name}"),
                 filters: FlagFilters {
                     holdout: holdout.and_then(|holdout| holdout.flag_holdout()),
-                    ..flag_filters(&parameters, None)
+                    ..flag_filters(&parameters, None)?
                 },
                 active: !is_draft,
                 ensure_experience_continuity: parameters

@@ -64,7 +64,12 @@ pub fn default_variants() -> Vec<Variant> {
 }
 
 /// The filters of an experiment's flag from its parameters (2.3 flag resolution).
-pub fn flag_filters(parameters: &Parameters, base: Option<&FlagFilters>) -> FlagFilters {
+/// Refused as the flag's own validation refuses it (PostHog creates the flag through its flag
+/// serializer): variants that do not sum to 100, a blank or repeated key.
+pub fn flag_filters(
+    parameters: &Parameters,
+    base: Option<&FlagFilters>,
+) -> Result<FlagFilters, ApiError> {
     let variants = parameters.variants.clone().unwrap_or_else(default_variants);
     let mut filters = base.cloned().unwrap_or_default();
     let rollout = parameters.rollout_percentage.unwrap_or(100.0);
@@ -82,7 +87,8 @@ pub fn flag_filters(parameters: &Parameters, base: Option<&FlagFilters>) -> Flag
     if let Some(payloads) = &parameters.payloads {
         filters.payloads = payloads.clone();
     }
-    filters
+    feature_flags::validate::variants(&filters)?;
+    Ok(filters)
 }
 
 /// The launch checks on the flag (2.5 `launch`).

@@ -194,7 +194,7 @@ pub fn update(
         && let (Some(parameters), Some(flag)) = (&parameters, next_flag.as_mut())
         && parameters.value.is_some()
     {
-        flag.filters = flag_filters(parameters, Some(&flag.filters));
+        flag.filters = flag_filters(parameters, Some(&flag.filters))?;
         if let Some(continuity) = parameters.ensure_experience_continuity {
             flag.ensure_experience_continuity = continuity;
         }
