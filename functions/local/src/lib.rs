@@ -5,7 +5,6 @@ pub mod admin;
 pub mod allocator;
 pub mod cli;
 pub mod cluster;
-pub mod console;
 pub mod import;
 pub mod serve;
 
@@ -18,7 +17,7 @@ pub type Family = (&'static str, fn() -> Routes);
 
 /// Every HTTP route family: what `analytics serve` mounts, each family's `main.rs` serves alone,
 /// and the tests walk.
-pub const FAMILIES: [Family; 11] = [
+pub const FAMILIES: [Family; 12] = [
     ("users", users::router),
     ("capture", capture::router),
     ("query", query::router),
@@ -30,6 +29,7 @@ pub const FAMILIES: [Family; 11] = [
     ("dashboards", dashboards::router),
     ("persons", persons::router),
     ("actions", actions::router),
+    ("webapp", webapp::router),
 ];
 
 /// Every family's routes, as `analytics serve` mounts them.
@@ -43,7 +43,7 @@ pub fn routes() -> Routes {
 /// queued by name (an experiment's timeseries recalculation) find their job in this process.
 pub fn app(state: AppState) -> App {
     register_jobs(&state);
-    common::http::finish(routes().merge(console::routes()), state)
+    common::http::finish(routes(), state)
 }
 
 /// Every job, as the worker registers them.

@@ -1,10 +1,13 @@
 //! The web console (`console/`): its build, `console/dist/` (committed, and checked against its
-//! sources by `scripts/test`), embedded in the binary and served by `analytics serve`:
+//! sources by `scripts/test`), embedded in the binary and served by `analytics serve` (beside the
+//! API) and by this crate's own Lambda function (behind the API's domain in AWS):
 //! `index.html` at the console's pages (revalidated on every load), the content-hashed files of
 //! `/assets/` cached for a year, and a Content-Security-Policy that lets a page load and call
 //! nothing but this origin. Everything else keeps answering as the API does (a JSON 404). See
 //! docs/console.md.
 
+use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use axum::extract::Path;
@@ -14,12 +17,51 @@ use axum::routing::get;
 use common::error::ApiError;
 use common::routes::Routes;
 use include_dir::{Dir, include_dir};
+use tower_http::compression::CompressionLayer;
 
 static DIST: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../console/dist");
 
-/// The console's pages other than `/`: a browser navigating to one (a reload, a bookmark) gets
-/// `index.html`, whose script shows the page; any other client gets the API's JSON 404.
-pub const PAGES: [&str; 1] = ["/login"];
+/// For working on the console: `ANALYTICS_CONSOLE_DIR` names a build folder (`node build.mjs
+/// --out <folder>`) served instead of the embedded build and read on every request, so a new
+/// build shows on reload without rebuilding the binary.
+static FOLDER: LazyLock<Option<PathBuf>> =
+    LazyLock::new(|| std::env::var_os("ANALYTICS_CONSOLE_DIR").map(PathBuf::from));
+
+/// A file of the build (`index.html`, `assets/main-<hash>.js`): from the folder when one is set,
+/// else embedded.
+fn build_file(path: &str) -> Option<Cow<'static, [u8]>> {
+    match &*FOLDER {
+        Some(folder) => {
+            let safe = path
+                .split('/')
+                .all(|part| !part.is_empty() && !part.starts_with('.'));
+            safe.then(|| std::fs::read(folder.join(path)).ok())
+                .flatten()
+                .map(Cow::Owned)
+        }
+        None => DIST
+            .get_file(path)
+            .map(|file| Cow::Borrowed(file.contents())),
+    }
+}
+
+/// The console's pages other than `/`, each with the paths under it (`/insights/12`): a browser
+/// navigating to one (a reload, a bookmark) gets `index.html`, whose script shows the page; any
+/// other client gets the API's JSON 404. None may be a path the API or capture answers (so not
+/// `/flags`, the SDKs' route; the console's flags are at `/feature_flags`).
+pub const PAGES: [&str; 11] = [
+    "/login",
+    "/sql",
+    "/insights",
+    "/dashboards",
+    "/persons",
+    "/events",
+    "/feature_flags",
+    "/experiments",
+    "/surveys",
+    "/endpoints",
+    "/settings",
+];
 
 /// Only this origin: no inline script or style, no other host for scripts, styles, images,
 /// fonts or requests, no framing.
@@ -32,13 +74,18 @@ pub const INDEX_CACHE: &str = "no-cache";
 /// An asset's name carries the hash of its content: it never changes under that name.
 pub const ASSET_CACHE: &str = "public, max-age=31536000, immutable";
 
-/// The console's routes, mounted beside the API's by `crate::app`.
-pub fn routes() -> Routes {
+/// The console's routes, mounted beside the API's by `analytics serve`.
+pub fn router() -> Routes {
+    // Compressed (brotli or gzip, as the browser accepts): the script is a few hundred KB as
+    // built and under a quarter of that compressed.
+    let page = || get(page_navigation).layer(CompressionLayer::new());
     let routes = Routes::new()
-        .route("/", get(home))
-        .route("/assets/{name}", get(asset));
-    PAGES.iter().fold(routes, |routes, page| {
-        routes.route(page, get(page_navigation))
+        .route("/", get(home).layer(CompressionLayer::new()))
+        .route("/assets/{name}", get(asset).layer(CompressionLayer::new()));
+    PAGES.iter().fold(routes, |routes, path| {
+        routes
+            .route(path, page())
+            .route(&format!("{path}/{{*rest}}"), page())
     })
 }
 
@@ -58,14 +105,14 @@ async fn page_navigation(headers: HeaderMap) -> Response {
 
 /// `GET /assets/{name}`: an embedded file with its content type, cached for good.
 async fn asset(Path(name): Path<String>) -> Response {
-    let Some(file) = DIST.get_file(format!("assets/{name}")) else {
+    let Some(file) = build_file(&format!("assets/{name}")) else {
         return ApiError::not_found().into_response();
     };
     let headers = [
         (header::CONTENT_TYPE, content_type(&name)),
         (header::CACHE_CONTROL, ASSET_CACHE),
     ];
-    (secured(), headers, file.contents()).into_response()
+    (secured(), headers, file).into_response()
 }
 
 fn accepts_html(request: &HeaderMap) -> bool {
@@ -80,18 +127,24 @@ fn accepts_html(request: &HeaderMap) -> bool {
         })
 }
 
-/// The embedded `index.html` and its validator (a hash of its bytes, so a new build is a new
-/// tag).
-static INDEX: LazyLock<(&'static [u8], String)> = LazyLock::new(|| {
-    let contents = DIST
-        .get_file("index.html")
-        .map(|file| file.contents())
-        .unwrap_or_default();
-    (contents, format!("\"{:016x}\"", fnv1a(contents)))
-});
+/// `index.html` and its validator (a hash of its bytes, so a new build is a new tag).
+fn index_file() -> (Cow<'static, [u8]>, String) {
+    let contents = build_file("index.html").unwrap_or_default();
+    let etag = format!("\"{:016x}\"", fnv1a(&contents));
+    (contents, etag)
+}
+
+/// The embedded `index.html`, hashed once.
+static INDEX: LazyLock<(Cow<'static, [u8]>, String)> = LazyLock::new(index_file);
 
 fn index(request: &HeaderMap) -> Response {
-    let (contents, etag) = &*INDEX;
+    let fresh;
+    let (contents, etag) = if FOLDER.is_some() {
+        fresh = index_file();
+        (&fresh.0, &fresh.1)
+    } else {
+        (&INDEX.0, &INDEX.1)
+    };
     let headers = [
         (header::CONTENT_TYPE, "text/html; charset=utf-8"),
         (header::CACHE_CONTROL, INDEX_CACHE),
@@ -106,7 +159,7 @@ fn index(request: &HeaderMap) -> Response {
     if unchanged {
         return (StatusCode::NOT_MODIFIED, secured(), headers).into_response();
     }
-    (secured(), headers, *contents).into_response()
+    (secured(), headers, contents.clone()).into_response()
 }
 
 /// The headers every console response carries.
@@ -190,7 +243,7 @@ mod tests {
     async fn server() -> Server {
         let backend = TestState::embedded().await;
         Server {
-            app: crate::app(backend.state.clone()),
+            app: common::http::finish(router(), backend.state.clone()),
             _backend: backend,
         }
     }
@@ -281,6 +334,19 @@ mod tests {
             );
         }
         for path in &assets {
+            let compressed = send(
+                &server,
+                Method::GET,
+                path,
+                &[("accept-encoding", "br, gzip")],
+            )
+            .await;
+            assert_eq!(compressed.header(header::CONTENT_ENCODING), "br", "{path}");
+            assert_eq!(
+                compressed.header(header::CACHE_CONTROL),
+                ASSET_CACHE,
+                "{path}"
+            );
             let answer = send(&server, Method::GET, path, &[]).await;
             assert_eq!(answer.status, StatusCode::OK, "{path}");
             assert_eq!(answer.header(header::CONTENT_TYPE), content_type(path));
@@ -304,8 +370,10 @@ mod tests {
         assert_eq!(answer.status, StatusCode::OK);
         assert_eq!(answer.header(header::CACHE_CONTROL), "no-cache");
         assert!(String::from_utf8_lossy(&answer.body).contains(r#"<div id="app">"#));
-        let answer = send(&server, Method::GET, "/login/", &[BROWSER]).await;
-        assert_eq!(answer.status, StatusCode::OK);
+        for path in ["/login/", "/insights/12", "/feature_flags/new", "/settings"] {
+            let answer = send(&server, Method::GET, path, &[BROWSER]).await;
+            assert_eq!(answer.status, StatusCode::OK, "{path}");
+        }
 
         // An API client asking for a console page gets the API's 404.
         let answer = send(
