@@ -54,7 +54,10 @@ export function onSessionEnded(callback: ((error: ApiError) => void) | null): vo
 
 const LOGIN_PATHS = new Set(['/api/login/', '/api/login/token/']);
 
-async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+/** One request to the API: `path` is absolute (`/api/...`), `body` is sent as JSON. */
+export async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { Accept: 'application/json' };
     const init: RequestInit = { method, credentials: 'same-origin', headers, cache: 'no-store' };
     if (body !== undefined) {
@@ -82,10 +85,14 @@ async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown):
     }
     if (response.ok) return parsed as T;
     const error = parsed && typeof parsed === 'object' ? (parsed as ErrorBody) : {};
+    // A failed async query answers its status, whose `error_message` is the reason.
+    const status = (parsed as { query_status?: { error_message?: string | null } } | null)?.query_status;
     const failure = new ApiError(
         response.status,
         error.code ?? 'error',
-        error.detail ?? `The server answered ${[response.status, response.statusText].filter(Boolean).join(' ')}.`,
+        error.detail ??
+            status?.error_message ??
+            `The server answered ${[response.status, response.statusText].filter(Boolean).join(' ')}.`,
         error.attr ?? null,
     );
     if (response.status === 401 && !LOGIN_PATHS.has(path) && sessionEnded) sessionEnded(failure);
@@ -118,7 +125,7 @@ const QUERY_RETRIES = 3;
 let queriesRunning = 0;
 const queriesWaiting: (() => void)[] = [];
 
-async function throttled<T>(run: () => Promise<T>): Promise<T> {
+export async function throttled<T>(run: () => Promise<T>): Promise<T> {
     // A freed slot is handed to the next waiter directly, so no newcomer can slip in between.
     if (queriesRunning < QUERY_CONCURRENCY) queriesRunning += 1;
     else await new Promise<void>((resolve) => queriesWaiting.push(resolve));
@@ -137,6 +144,38 @@ async function throttled<T>(run: () => Promise<T>): Promise<T> {
         else queriesRunning -= 1;
     }
 }
+
+/** A page of a list route (PostHog's `limit`/`offset` pagination). */
+export interface Paged<T> {
+    count?: number;
+    next: string | null;
+    previous: string | null;
+    results: T[];
+}
+
+/** `path` with `params` as its query string (empty values left out). */
+export function withParams(path: string, params: Record<string, string | number | boolean | null | undefined>): string {
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(params)) {
+        if (value !== null && value !== undefined && value !== '') search.set(name, String(value));
+    }
+    const query = search.toString();
+    return query ? `${path}${path.includes('?') ? '&' : '?'}${query}` : path;
+}
+
+/** The project's routes: `project(id, 'feature_flags/')` is `/api/projects/<id>/feature_flags/`. */
+export function projectPath(projectId: number, rest: string): string {
+    return `/api/projects/${projectId}/${rest}`;
+}
+
+/** Plain verbs for any route (the pages' own calls): same session, CSRF and errors. */
+export const http = {
+    get: <T>(path: string) => request<T>('GET', path),
+    post: <T>(path: string, body?: unknown) => request<T>('POST', path, body ?? {}),
+    patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
+    put: <T>(path: string, body: unknown) => request<T>('PUT', path, body),
+    delete: <T = null>(path: string) => request<T>('DELETE', path),
+};
 
 export const api = {
     login: (email: string, password: string) =>

@@ -1,10 +1,13 @@
-// The console's shell: who is logged in decides the page. Two paths only, `/` (Home) and
-// `/login`; `analytics serve` answers both with index.html.
+// The console's shell: who is logged in decides the page. Logged out, `/login`; logged in, the
+// navigation and the section the path names (pages.tsx). `analytics serve` answers every
+// section's paths with index.html.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Project, type User, api, asApiError, onSessionEnded } from './api';
-import { ErrorText, Home } from './home';
 import { Login } from './login';
+import { SECTIONS, SectionPage, sectionOf } from './pages';
+import { Link, navigate, useLocation } from './router';
+import { ErrorText } from './ui';
 
 interface Session {
     user: User;
@@ -20,9 +23,7 @@ type View =
 const PATHS = { home: '/', login: '/login' } as const;
 
 function go(path: string, push: boolean) {
-    if (window.location.pathname === path) return;
-    if (push) window.history.pushState(null, '', path);
-    else window.history.replaceState(null, '', path);
+    navigate(path, !push);
 }
 
 async function loadSession(): Promise<Session> {
@@ -40,12 +41,12 @@ export function App() {
         go(PATHS.login, push);
     }
 
-    /** Opens Home if the browser holds a session, else the login page. */
+    /** Opens the page the address names if the browser holds a session, else the login page. */
     async function resume() {
         try {
             const session = await loadSession();
             setView({ kind: 'home', session });
-            go(PATHS.home, false);
+            if (window.location.pathname.startsWith(PATHS.login)) go(PATHS.home, false);
         } catch (thrown) {
             const error = asApiError(thrown);
             if (error.status === 401 || error.status === 403) showLogin(null);
@@ -58,19 +59,23 @@ export function App() {
         onSessionEnded(() => {
             if (shown.current.kind === 'home') showLogin('Your session has ended. Log in again.');
         });
-        const back = () => void resume();
-        window.addEventListener('popstate', back);
         void resume();
-        return () => {
-            onSessionEnded(null);
-            window.removeEventListener('popstate', back);
-        };
+        return () => onSessionEnded(null);
     }, []);
 
+    const location = useLocation();
+    // Back to a console page after logging out: the login page again, and the reverse.
     useEffect(() => {
-        const place = view.kind === 'home' ? `${view.session.project.name} · ` : view.kind === 'login' ? 'Log in · ' : '';
+        if (view.kind === 'login' && !location.path.startsWith(PATHS.login)) void resume();
+        if (view.kind === 'home' && location.path.startsWith(PATHS.login)) go(PATHS.home, false);
+    }, [location.path]);
+    const found = view.kind === 'home' ? sectionOf(location.path) : null;
+
+    useEffect(() => {
+        const section = found && found.section.path !== '/' ? `${found.section.label} · ` : '';
+        const place = view.kind === 'home' ? `${section}${view.session.project.name} · ` : view.kind === 'login' ? 'Log in · ' : '';
         document.title = `${place}Analytics`;
-    }, [view]);
+    }, [view, found?.section]);
 
     async function loggedIn() {
         const session = await loadSession();
@@ -112,10 +117,40 @@ export function App() {
             return (
                 <>
                     <Header session={view.session} onLogOut={logOut} />
-                    <Home project={view.session.project} />
+                    <div class="shell">
+                        <Navigation path={found?.section.path ?? null} />
+                        {found ? (
+                            <SectionPage
+                                key={found.section.path}
+                                section={found.section}
+                                project={view.session.project}
+                                user={view.session.user}
+                                location={location}
+                                rest={found.rest}
+                                onProjectChanged={(project) => setView({ kind: 'home', session: { ...view.session, project } })}
+                            />
+                        ) : (
+                            <main class="page">
+                                <h1>Not found</h1>
+                                <p class="muted">There is no page at {location.path}.</p>
+                            </main>
+                        )}
+                    </div>
                 </>
             );
     }
+}
+
+function Navigation({ path }: { path: string | null }) {
+    return (
+        <nav class="sidebar" aria-label="Sections">
+            {SECTIONS.map((section) => (
+                <Link key={section.path} href={section.path} class={section.path === path ? 'current' : ''}>
+                    {section.label}
+                </Link>
+            ))}
+        </nav>
+    );
 }
 
 function Header({ session, onLogOut }: { session: Session; onLogOut: () => Promise<ApiError | null> }) {

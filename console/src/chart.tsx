@@ -3,7 +3,6 @@
 
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
 import type { QueryResult } from './api';
 import { asNumber, asText, dayFormatter, formatCount, shortDayFormatter } from './format';
 

@@ -8,6 +8,7 @@ import { ApiError, type Project, type QueryResult, api, asApiError } from './api
 import { DailyChart } from './chart';
 import { asNumber, asText, formatCount, timeFormatter } from './format';
 import queries from './queries.json';
+import { ErrorText } from './ui';
 
 /** How often the live tail asks for the newest events. */
 const POLL_MS = 2000;
@@ -43,7 +44,7 @@ export function Home({ project }: { project: Project }) {
     const topPages = useQuery(project.id, queries.top_pages);
 
     return (
-        <main class="home">
+        <main class="page home">
             <div class="page-title">
                 <h1>Last 30 days</h1>
                 <p class="muted">Days and times in {project.timezone}</p>
@@ -77,15 +78,6 @@ function Loaded({ loadable, children }: { loadable: Loadable<QueryResult>; child
     if (loadable.state === 'loading') return <p class="muted loading">Loading…</p>;
     if (loadable.state === 'failed') return <ErrorText error={loadable.error} />;
     return <>{children(loadable.value)}</>;
-}
-
-export function ErrorText({ error }: { error: ApiError }) {
-    return (
-        <p class="form-error" role="alert">
-            {error.detail}
-            {error.attr ? ` (${error.attr})` : ''}
-        </p>
-    );
 }
 
 function Stat({ id, label, loadable, name }: { id: string; label: string; loadable: Loadable<QueryResult>; name: string }) {

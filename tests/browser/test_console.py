@@ -44,6 +44,7 @@ SHOTS = os.path.join(ROOT, ".tmp", "console-screenshots")
 TIME_ZONE = "Asia/Kolkata"
 LANDING_SECONDS = 20
 BROWSER_SECONDS = 240
+SECTIONS_SECONDS = 900
 TOTP_STEP = 30
 
 # What the page must show. Inside the last 30 days: 4 people, 18 events.
@@ -207,6 +208,36 @@ class Browser:
         return self.process.wait(timeout=30)
 
 
+def run_sections(server, shots, code=None, only=()):
+    """console_pages.mjs: every section's check (or those named) on this server, logged in with
+    the console password (and `code`, a backup code, when 2FA is on)."""
+    env = dict(os.environ, CONSOLE_EMAIL=server.email, CONSOLE_PASSWORD=server.password,
+               ANALYTICS_KEY=server.key, ANALYTICS_PROJECT=str(server.project_id), ANALYTICS_TOKEN=server.token)
+    if code:
+        env["CONSOLE_CODE"] = code
+    finished = subprocess.run(["node", os.path.join(HERE, "console_pages.mjs"), server.url, shots, *only],
+                              env=env, stdout=subprocess.PIPE, text=True, timeout=SECTIONS_SECONDS)
+    lines = finished.stdout.strip().splitlines()
+    report = json.loads(lines[-1]) if lines else {"sections": [], "screenshots": [], "failures": ["no report"]}
+    for section in report["sections"]:
+        print(f"  {section['section']}: {'ok' if section['ok'] else 'FAILED'} ({section['seconds']:.1f} s)")
+    for path in report["screenshots"]:
+        print(f"  {os.path.relpath(path, ROOT)}")
+    assert finished.returncode == 0 and not report["failures"], \
+        "the console's sections failed:\n" + "\n".join(report["failures"])
+    return report
+
+
+def check_sections_only(backend, only):
+    """A quicker loop while working on a section: a fresh server, no Home or 2FA checks."""
+    server = Server(backend)
+    try:
+        shots = os.path.join(SHOTS, backend)
+        run_sections(server, shots, only=only)
+    finally:
+        server.stop()
+
+
 def check(backend):
     server = Server(backend)
     browser = None
@@ -267,9 +298,14 @@ def check(backend):
         assert status == 0 and not done["failures"], f"the browser check failed: {done['failures']}"
         for path in done["screenshots"]:
             print(f"  {os.path.relpath(path, ROOT)}")
+
+        # Every section, logged in with a backup code this time (2FA is on).
+        codes = api(server, "POST", "/api/users/@me/two_factor_backup_codes/")["backup_codes"]
+        report = run_sections(server, shots, code=codes[0])
         print(f"{backend}: the console showed the API's numbers ({answers['events']} events, "
               f"{answers['users']} users in {TIME_ZONE}), the live tail, and logged in with a password "
-              f"and with a second factor; {len(done['screenshots'])} screenshots in {os.path.relpath(shots, ROOT)}")
+              f"and with a second factor; {len(report['sections'])} sections checked; "
+              f"{len(done['screenshots']) + len(report['screenshots'])} screenshots in {os.path.relpath(shots, ROOT)}")
     finally:
         if browser is not None:
             # The harness failed mid-way: the script screenshots where the page is, then stops.
@@ -283,4 +319,9 @@ def check(backend):
 
 
 if __name__ == "__main__":
-    run_on_backends("console", check)
+    # CONSOLE_SECTIONS=sql,flags: only those sections' checks, on a fresh server each backend.
+    sections = [name for name in os.environ.get("CONSOLE_SECTIONS", "").split(",") if name]
+    if sections:
+        run_on_backends("console sections", lambda backend: check_sections_only(backend, sections))
+    else:
+        run_on_backends("console", check)
