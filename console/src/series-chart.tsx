@@ -6,6 +6,10 @@ import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import { dayFormatter, formatCount, shortDayFormatter } from './format';
 
+// Whole-number steps for the value axis when every value is a count (no 2.5 events).
+const COUNT_STEPS = [1, 2, 5].flatMap((step) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map((scale) => step * scale));
+COUNT_STEPS.sort((a, b) => a - b);
+
 export const PALETTE = ['#1d4aff', '#f04f58', '#2e9e6a', '#f7a501', '#8a3ffc', '#0f9fb8', '#d44ab6', '#6b7280'];
 
 export interface Series {
@@ -25,6 +29,7 @@ export interface SeriesChartProps {
     onPoint?: (series: number, index: number) => void;
     /** The table's caption (what the chart shows), for screen readers. */
     caption: string;
+    /** The figure's id; its hidden table is `<id>-table`. */
     id?: string;
 }
 
@@ -47,6 +52,7 @@ export function SeriesChart({ x, series, kind, timezone, height = 260, onPoint, 
         const label = (value: number) => (time ? day(new Date(value * 1000)) : String((x as string[])[value] ?? ''));
         const span = positions.length > 1 ? (positions[1]! - positions[0]!) / 2 : time ? 43200 : 0.5;
         let focused = 1;
+        const counts = series.every((one) => one.values.every((value) => value === null || Number.isInteger(value)));
         const bars = kind === 'bar' ? uPlot.paths.bars!({ size: [0.8 / Math.max(series.length, 1), 48] }) : undefined;
         const options: uPlot.Options = {
             width: Math.max(element.clientWidth, 200),
@@ -65,7 +71,7 @@ export function SeriesChart({ x, series, kind, timezone, height = 260, onPoint, 
                         ? { values: (_plot: uPlot, splits: number[]) => splits.map((start) => shortDay(new Date(start * 1000))) }
                         : { splits: () => positions, values: (_plot: uPlot, splits: number[]) => splits.map((index) => String((x as string[])[index] ?? '')) }),
                 },
-                { stroke: '#5b6270', grid: { stroke: '#eceef2' }, ticks: { show: false }, size: 56 },
+                { stroke: '#5b6270', grid: { stroke: '#eceef2' }, ticks: { show: false }, size: 56, ...(counts ? { incrs: COUNT_STEPS } : {}) },
             ],
             series: [
                 { label: time ? 'Day' : '', value: (_plot, value) => (value === null ? '–' : label(value)) },
@@ -114,7 +120,7 @@ export function SeriesChart({ x, series, kind, timezone, height = 260, onPoint, 
     return (
         <figure class="chart" id={id}>
             <div ref={box} class={onPoint ? 'chart-canvas clickable' : 'chart-canvas'} aria-hidden="true" />
-            <table class="visually-hidden chart-table">
+            <table class="visually-hidden chart-table" id={id ? `${id}-table` : undefined}>
                 <caption>{caption}</caption>
                 <thead>
                     <tr>

@@ -1,4 +1,4 @@
-import{a as O,c as _,d as x,e as z,f as B,g as Y}from"./chunk-MO6NR5UW.js";import"./chunk-5S4WSROV.js";import"./chunk-BFJYKHBL.js";import{a as M}from"./chunk-CUH2SADA.js";import"./chunk-EJXRPW4W.js";import{a as D}from"./chunk-OOE3SAXB.js";import{A as C,C as N,c as l,d as w,f as q,i as A,n as T,o as V,q as e,t as k,u as $,w as Q,x as F,y as H}from"./chunk-7KB6MADP.js";var W=`SELECT event, count() AS events
+import{a as O,c as _,d as x,e as z,f as B,g as Y}from"./chunk-QRG7TTT2.js";import"./chunk-N757ZWH3.js";import{a as M}from"./chunk-CUH2SADA.js";import"./chunk-EJXRPW4W.js";import{a as D}from"./chunk-OOE3SAXB.js";import{A as C,C as N,c as l,d as w,f as q,i as A,n as T,o as V,q as e,t as k,u as $,w as Q,x as F,y as H}from"./chunk-7KB6MADP.js";var W=`SELECT event, count() AS events
 FROM events
 WHERE timestamp > now() - INTERVAL 7 DAY
 GROUP BY event
