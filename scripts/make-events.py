@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the API Gateway v2 sample events under events/<family>/ (one or more per route).
 
-Run it after adding a route; tests/tests/lambda_events.rs replays every HTTP sample through the
+Run it after adding a route; tests/tests/api/lambda_events.rs replays every HTTP sample through the
 Lambda adapter, and the worker's tests read its samples. `phx_REPLACE_WITH_YOUR_KEY` is the
 placeholder for a personal API key, `phc_REPLACE_WITH_YOUR_PROJECT_TOKEN` for a project token."""
 import base64

@@ -1,8 +1,7 @@
 //! The `analytics` binary killed (SIGKILL) while a job runs: the next `analytics serve` on the
 //! same data dir fails the run it left `running`, and runs the next one.
 
-mod support;
-use support::serve;
+use crate::support::serve;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

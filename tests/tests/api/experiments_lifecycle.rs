@@ -344,7 +344,7 @@ async fn duplicate_eligible_flags_stats_and_exposure_cohort() {
             json!({}),
         )
         .await;
-        // The exposure cohort itself is covered by tests/tests/cohorts_api.rs.
+        // The exposure cohort itself is covered by `cohorts_api`.
         assert_eq!(status, StatusCode::CREATED, "{name} {body}");
         assert_eq!(body["cohort"]["experiment_set"], json!([id]), "{name}");
     }

@@ -3,8 +3,7 @@
 //! the committer has run, the table holds every acknowledged event exactly once, nothing that was
 //! not sent, and the torn bytes are set aside, not committed.
 
-mod support;
-use support::serve;
+use crate::support::serve;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
